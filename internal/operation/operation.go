@@ -1,0 +1,295 @@
+// Package operation is the heart of longrun: the closed set of states, the append-only facts
+// an operation accumulates, and the pure fold from facts to state and to the public
+// representation. No code writes a state directly; it appends a fact and folds.
+package operation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is the folded state of an operation (CONTRACT.md, "States").
+type State string
+
+const (
+	Accepted       State = "accepted"
+	Dispatched     State = "dispatched"
+	Running        State = "running"
+	Cancelling     State = "cancelling"
+	Succeeded      State = "succeeded"
+	Failed         State = "failed"
+	Canceled       State = "canceled"
+	OutcomeUnknown State = "outcome_unknown"
+)
+
+// States lists every state, in lifecycle order.
+var States = []State{Accepted, Dispatched, Running, Cancelling, Succeeded, Failed, Canceled, OutcomeUnknown}
+
+// Terminal reports whether nothing can follow s. outcome_unknown is not terminal: it waits
+// for reconciliation or an operator.
+func (s State) Terminal() bool {
+	return s == Succeeded || s == Failed || s == Canceled
+}
+
+// Valid reports whether s is one of the contract's states.
+func (s State) Valid() bool {
+	for _, v := range States {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Kind names what a fact records.
+type Kind string
+
+const (
+	KindAccepted        Kind = "accepted"         // admission committed the intent
+	KindDispatched      Kind = "dispatched"       // an execution was started for it
+	KindStarted         Kind = "started"          // the executor began the work
+	KindCancelRequested Kind = "cancel_requested" // a client asked to stop
+	KindSucceeded       Kind = "succeeded"
+	KindFailed          Kind = "failed"
+	KindCanceled        Kind = "canceled"
+	KindOutcomeUnknown  Kind = "outcome_unknown" // an effect may have happened; result lost
+)
+
+// Source says who recorded a fact. Only executor facts set observedAt.
+type Source string
+
+const (
+	SourceAdmission  Source = "admission"
+	SourceDispatcher Source = "dispatcher"
+	SourceExecutor   Source = "executor"
+	SourceClient     Source = "client"
+	SourceReconciler Source = "reconciler"
+	SourceOperator   Source = "operator"
+)
+
+// Admission is the payload of the accepted fact: what was asked, by whom, on what.
+type Admission struct {
+	Type        string          `json:"type"`
+	TypeVersion int             `json:"typeVersion"`
+	Target      string          `json:"target"`
+	Tenant      string          `json:"tenant"`
+	Principal   string          `json:"principal"`
+	Input       json.RawMessage `json:"input"`
+}
+
+// Problem is a typed problem attached to a failed or outcome_unknown operation.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// NewProblem builds a Problem whose type URI is derived from its code, as the contract's
+// problem types are.
+func NewProblem(code, title, detail string) *Problem {
+	return &Problem{Type: "https://longrun.dev/problems/" + code, Title: title, Code: code, Detail: detail}
+}
+
+// Fact is one append-only record. Version is its 1-based position among the operation's
+// facts; it doubles as the operation's version after the fact.
+type Fact struct {
+	Version int       `json:"version"`
+	Kind    Kind      `json:"kind"`
+	At      time.Time `json:"at"`
+	Source  Source    `json:"source"`
+	Actor   string    `json:"actor,omitempty"` // principal of a client or operator fact
+
+	Admission *Admission      `json:"admission,omitempty"` // KindAccepted
+	Execution string          `json:"execution,omitempty"` // KindDispatched: internal, never public
+	Result    json.RawMessage `json:"result,omitempty"`    // KindSucceeded
+	Problem   *Problem        `json:"problem,omitempty"`   // KindFailed, KindOutcomeUnknown
+	Reason    string          `json:"reason,omitempty"`    // operator resolution or cancellation note
+}
+
+// ErrIllegalTransition means a fact cannot follow the operation's current state.
+var ErrIllegalTransition = errors.New("illegal transition")
+
+// ErrMalformedHistory means stored facts are not a valid history (gaps, no accepted first).
+var ErrMalformedHistory = errors.New("malformed fact history")
+
+// transitions is the whole state machine: for each state, the facts that may follow and
+// the state they lead to. A fact missing here is rejected, never silently applied.
+var transitions = map[State]map[Kind]State{
+	"": {KindAccepted: Accepted},
+	Accepted: {
+		KindDispatched:      Dispatched,
+		KindCancelRequested: Cancelling,
+		KindCanceled:        Canceled, // the work never started
+		KindFailed:          Failed,   // e.g. the executor refused the work outright
+	},
+	Dispatched: {
+		KindStarted:         Running,
+		KindCancelRequested: Cancelling,
+		KindSucceeded:       Succeeded,
+		KindFailed:          Failed,
+		KindCanceled:        Canceled,
+		KindOutcomeUnknown:  OutcomeUnknown,
+	},
+	Running: {
+		KindCancelRequested: Cancelling,
+		KindSucceeded:       Succeeded,
+		KindFailed:          Failed,
+		KindCanceled:        Canceled,
+		KindOutcomeUnknown:  OutcomeUnknown,
+	},
+	// Cancellation stops remaining work; it does not roll back work that completed, so a
+	// true success or failure that raced the intent is still recorded as what happened.
+	// A stale "started" is rejected: intent dominates resume.
+	Cancelling: {
+		KindCanceled:       Canceled,
+		KindSucceeded:      Succeeded,
+		KindFailed:         Failed,
+		KindOutcomeUnknown: OutcomeUnknown,
+	},
+	// Only reconciliation or an operator settles an unknown outcome.
+	OutcomeUnknown: {
+		KindSucceeded: Succeeded,
+		KindFailed:    Failed,
+	},
+}
+
+// Next returns the state that fact kind k leads to from state s.
+func Next(s State, k Kind) (State, error) {
+	next, ok := transitions[s][k]
+	if !ok {
+		from := string(s)
+		if from == "" {
+			from = "no history"
+		}
+		return "", fmt.Errorf("%w: %s cannot follow %s", ErrIllegalTransition, k, from)
+	}
+	return next, nil
+}
+
+// Operation is the fold of an operation's facts.
+type Operation struct {
+	ID string
+	Admission
+	State           State
+	Version         int
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	ObservedAt      time.Time // zero until an executor has reported
+	CancelRequested bool
+	Result          json.RawMessage
+	Problem         *Problem
+	Execution       string // internal executor reference; never public
+}
+
+// Fold replays facts (in version order) into an Operation.
+func Fold(id string, facts []Fact) (Operation, error) {
+	op := Operation{ID: id}
+	if len(facts) == 0 {
+		return op, fmt.Errorf("%w: operation %s has no facts", ErrMalformedHistory, id)
+	}
+	for _, f := range facts {
+		var err error
+		if op, err = op.Apply(f); err != nil {
+			return op, err
+		}
+	}
+	return op, nil
+}
+
+// Apply returns the operation after fact f, or an error when f is not the next version or
+// cannot follow the current state. The receiver is not modified.
+func (o Operation) Apply(f Fact) (Operation, error) {
+	if f.Version != o.Version+1 {
+		return o, fmt.Errorf("%w: fact version %d after version %d", ErrMalformedHistory, f.Version, o.Version)
+	}
+	next, err := Next(o.State, f.Kind)
+	if err != nil {
+		return o, err
+	}
+	switch f.Kind {
+	case KindAccepted:
+		if f.Admission == nil {
+			return o, fmt.Errorf("%w: accepted fact without admission", ErrMalformedHistory)
+		}
+		o.Admission = *f.Admission
+		o.CreatedAt = f.At
+	case KindDispatched:
+		o.Execution = f.Execution
+	case KindCancelRequested:
+		o.CancelRequested = true
+	case KindSucceeded:
+		o.Result = f.Result
+		o.Problem = nil
+	case KindFailed, KindOutcomeUnknown:
+		o.Problem = f.Problem
+	}
+	if f.Source == SourceExecutor {
+		o.ObservedAt = f.At
+	}
+	o.State = next
+	o.Version = f.Version
+	o.UpdatedAt = f.At
+	return o, nil
+}
+
+// TimeFormat is how every public timestamp is written: UTC, millisecond precision, so
+// strings sort as instants do.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// FormatTime writes t in TimeFormat.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// Representation is the public view of an operation (CONTRACT.md, "Representation").
+// Field order follows the contract.
+type Representation struct {
+	OperationID     string          `json:"operationId"`
+	Type            string          `json:"type"`
+	Target          string          `json:"target"`
+	State           State           `json:"state"`
+	Terminal        bool            `json:"terminal"`
+	Version         int             `json:"version"`
+	StatusURL       string          `json:"statusUrl"`
+	CreatedAt       string          `json:"createdAt"`
+	UpdatedAt       string          `json:"updatedAt"`
+	ObservedAt      *string         `json:"observedAt"`
+	CancelRequested bool            `json:"cancelRequested"`
+	Result          json.RawMessage `json:"result,omitempty"`
+	Problem         *Problem        `json:"problem,omitempty"`
+}
+
+// Represent builds the public representation; statusURL is the operation's path under the
+// base URL the client called.
+func (o Operation) Represent(statusURL string) Representation {
+	r := Representation{
+		OperationID:     o.ID,
+		Type:            o.Type,
+		Target:          o.Target,
+		State:           o.State,
+		Terminal:        o.State.Terminal(),
+		Version:         o.Version,
+		StatusURL:       statusURL,
+		CreatedAt:       FormatTime(o.CreatedAt),
+		UpdatedAt:       FormatTime(o.UpdatedAt),
+		CancelRequested: o.CancelRequested,
+	}
+	if !o.ObservedAt.IsZero() {
+		s := FormatTime(o.ObservedAt)
+		r.ObservedAt = &s
+	}
+	switch o.State {
+	case Succeeded:
+		r.Result = o.Result
+		if len(r.Result) == 0 {
+			r.Result = json.RawMessage(`{}`)
+		}
+	case Failed, OutcomeUnknown:
+		r.Problem = o.Problem
+		if r.Problem == nil {
+			r.Problem = NewProblem(string(o.State), "Operation "+string(o.State), "No detail was recorded.")
+		}
+	}
+	return r
+}

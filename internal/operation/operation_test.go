@@ -1,0 +1,220 @@
+package operation
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var allKinds = []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested, KindSucceeded, KindFailed, KindCanceled, KindOutcomeUnknown}
+
+// legal is the contract's state machine written out by hand, independently of the
+// implementation's table: "from + fact = to". Everything not listed must be rejected.
+var legal = []string{
+	" + accepted = accepted",
+	"accepted + dispatched = dispatched",
+	"accepted + cancel_requested = cancelling",
+	"accepted + canceled = canceled",
+	"accepted + failed = failed",
+	"dispatched + started = running",
+	"dispatched + cancel_requested = cancelling",
+	"dispatched + succeeded = succeeded",
+	"dispatched + failed = failed",
+	"dispatched + canceled = canceled",
+	"dispatched + outcome_unknown = outcome_unknown",
+	"running + cancel_requested = cancelling",
+	"running + succeeded = succeeded",
+	"running + failed = failed",
+	"running + canceled = canceled",
+	"running + outcome_unknown = outcome_unknown",
+	"cancelling + canceled = canceled",
+	"cancelling + succeeded = succeeded",
+	"cancelling + failed = failed",
+	"cancelling + outcome_unknown = outcome_unknown",
+	"outcome_unknown + succeeded = succeeded",
+	"outcome_unknown + failed = failed",
+}
+
+func TestNextEveryPair(t *testing.T) {
+	want := map[string]State{}
+	for _, l := range legal {
+		lhs, to, _ := strings.Cut(l, " = ")
+		from, kind, _ := strings.Cut(lhs, " + ")
+		want[strings.TrimSpace(from)+"|"+kind] = State(to)
+	}
+	for _, from := range append([]State{""}, States...) {
+		for _, k := range allKinds {
+			got, err := Next(from, k)
+			exp, ok := want[string(from)+"|"+string(k)]
+			switch {
+			case ok && err != nil:
+				t.Errorf("%q + %s: unexpected error %v", from, k, err)
+			case ok && got != exp:
+				t.Errorf("%q + %s = %s, want %s", from, k, got, exp)
+			case !ok && !errors.Is(err, ErrIllegalTransition):
+				t.Errorf("%q + %s = %q, want ErrIllegalTransition", from, k, got)
+			}
+		}
+	}
+}
+
+func TestTerminalStatesAcceptNothing(t *testing.T) {
+	for _, s := range []State{Succeeded, Failed, Canceled} {
+		if !s.Terminal() {
+			t.Errorf("%s should be terminal", s)
+		}
+		for _, k := range allKinds {
+			if _, err := Next(s, k); err == nil {
+				t.Errorf("%s accepted %s", s, k)
+			}
+		}
+	}
+	for _, s := range []State{Accepted, Dispatched, Running, Cancelling, OutcomeUnknown} {
+		if s.Terminal() {
+			t.Errorf("%s should not be terminal", s)
+		}
+	}
+}
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func history(kinds ...Kind) []Fact {
+	facts := make([]Fact, len(kinds))
+	for i, k := range kinds {
+		f := Fact{Version: i + 1, Kind: k, At: t0.Add(time.Duration(i) * time.Second), Source: SourceDispatcher}
+		switch k {
+		case KindAccepted:
+			f.Source = SourceAdmission
+			f.Admission = &Admission{Type: "demo.task", TypeVersion: 1, Target: "demo:x", Tenant: "acme", Principal: "alice", Input: json.RawMessage(`{"target":"x"}`)}
+		case KindStarted, KindSucceeded, KindFailed, KindOutcomeUnknown:
+			f.Source = SourceExecutor
+		case KindCancelRequested:
+			f.Source = SourceClient
+			f.Actor = "alice"
+		}
+		switch k {
+		case KindSucceeded:
+			f.Result = json.RawMessage(`{"rowCount":3}`)
+		case KindFailed:
+			f.Problem = NewProblem("demo_failed", "Demo failed", "asked to fail")
+		case KindOutcomeUnknown:
+			f.Problem = NewProblem("outcome_unknown", "Outcome unknown", "worker lost")
+		}
+		facts[i] = f
+	}
+	return facts
+}
+
+func TestFoldHistories(t *testing.T) {
+	tests := []struct {
+		name            string
+		kinds           []Kind
+		state           State
+		observed        bool
+		cancelRequested bool
+		result, problem bool
+	}{
+		{"accepted only", []Kind{KindAccepted}, Accepted, false, false, false, false},
+		{"dispatched is not observed", []Kind{KindAccepted, KindDispatched}, Dispatched, false, false, false, false},
+		{"running", []Kind{KindAccepted, KindDispatched, KindStarted}, Running, true, false, false, false},
+		{"succeeded", []Kind{KindAccepted, KindDispatched, KindStarted, KindSucceeded}, Succeeded, true, false, true, false},
+		{"failed", []Kind{KindAccepted, KindDispatched, KindStarted, KindFailed}, Failed, true, false, false, true},
+		{"cancel before dispatch", []Kind{KindAccepted, KindCancelRequested, KindCanceled}, Canceled, false, true, false, false},
+		{"cancel while running", []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested}, Cancelling, true, true, false, false},
+		{"success races cancel", []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested, KindSucceeded}, Succeeded, true, true, true, false},
+		{"unknown", []Kind{KindAccepted, KindDispatched, KindStarted, KindOutcomeUnknown}, OutcomeUnknown, true, false, false, true},
+		{"unknown resolved", []Kind{KindAccepted, KindDispatched, KindStarted, KindOutcomeUnknown, KindSucceeded}, Succeeded, true, false, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			facts := history(tc.kinds...)
+			op, err := Fold("op_1", facts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op.State != tc.state || op.Version != len(facts) {
+				t.Fatalf("state %s v%d, want %s v%d", op.State, op.Version, tc.state, len(facts))
+			}
+			r := op.Represent("/v1/operations/op_1")
+			if r.Terminal != tc.state.Terminal() || r.CancelRequested != tc.cancelRequested {
+				t.Errorf("terminal=%v cancelRequested=%v", r.Terminal, r.CancelRequested)
+			}
+			if (r.ObservedAt != nil) != tc.observed {
+				t.Errorf("observedAt = %v, want set=%v", r.ObservedAt, tc.observed)
+			}
+			if (r.Result != nil) != tc.result || (r.Problem != nil) != tc.problem {
+				t.Errorf("result=%s problem=%v", r.Result, r.Problem)
+			}
+			if r.CreatedAt != "2026-11-30T10:00:00.000Z" || r.UpdatedAt != FormatTime(facts[len(facts)-1].At) {
+				t.Errorf("createdAt %s updatedAt %s", r.CreatedAt, r.UpdatedAt)
+			}
+			if r.Type != "demo.task" || r.Target != "demo:x" {
+				t.Errorf("type/target %s %s", r.Type, r.Target)
+			}
+		})
+	}
+}
+
+func TestFoldRejectsBadHistories(t *testing.T) {
+	tests := []struct {
+		name  string
+		facts []Fact
+		want  error
+	}{
+		{"empty", nil, ErrMalformedHistory},
+		{"not accepted first", history(KindDispatched), ErrIllegalTransition},
+		{"gap", func() []Fact { f := history(KindAccepted, KindDispatched); f[1].Version = 3; return f }(), ErrMalformedHistory},
+		{"duplicate version", func() []Fact { f := history(KindAccepted, KindDispatched); f[1].Version = 1; return f }(), ErrMalformedHistory},
+		{"accepted twice", history(KindAccepted, KindAccepted), ErrIllegalTransition},
+		{"late worker after cancel", history(KindAccepted, KindDispatched, KindCancelRequested, KindCanceled, KindSucceeded), ErrIllegalTransition},
+		{"stale started after cancel intent", history(KindAccepted, KindDispatched, KindCancelRequested, KindStarted), ErrIllegalTransition},
+		{"success overwritten", history(KindAccepted, KindDispatched, KindSucceeded, KindFailed), ErrIllegalTransition},
+		{"accepted without admission", []Fact{{Version: 1, Kind: KindAccepted, At: t0}}, ErrMalformedHistory},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Fold("op_1", tc.facts); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestApplyDoesNotMutateReceiver(t *testing.T) {
+	op, err := Fold("op_1", history(KindAccepted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := op.Apply(Fact{Version: 2, Kind: KindDispatched, At: t0, Source: SourceDispatcher, Execution: "internal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.State != Accepted || op.Version != 1 || next.State != Dispatched || next.Execution != "internal" {
+		t.Fatalf("op %s v%d, next %s", op.State, op.Version, next.State)
+	}
+}
+
+func TestRepresentationHidesExecution(t *testing.T) {
+	facts := history(KindAccepted)
+	facts = append(facts, Fact{Version: 2, Kind: KindDispatched, At: t0, Source: SourceDispatcher, Execution: "arn:aws:states:eu-west-1:123456789012:execution:sm:op_1"})
+	op, err := Fold("op_1", facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(op.Represent("/v1/operations/op_1"))
+	if strings.Contains(string(body), "arn:") || strings.Contains(string(body), "123456789012") {
+		t.Fatalf("representation leaks the execution: %s", body)
+	}
+	if !strings.Contains(string(body), `"observedAt":null`) {
+		t.Fatalf("observedAt must be null before an executor reports: %s", body)
+	}
+}
+
+func TestFormatTimeIsUTC(t *testing.T) {
+	zone := time.FixedZone("UTC+14", 14*3600)
+	if got := FormatTime(time.Date(2026, 12, 1, 0, 30, 0, 0, zone)); got != "2026-11-30T10:30:00.000Z" {
+		t.Fatalf("got %s", got)
+	}
+}
