@@ -243,6 +243,9 @@ func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...ope
 			":updated": str(operation.FormatTime(next.UpdatedAt)), ":observed": num(int64(op.Version)),
 		},
 	}})
+	if next.State.Terminal() && !op.State.Terminal() {
+		items = append(items, s.release(op)...)
+	}
 	reasons, err := s.transact(ctx, items)
 	if err != nil {
 		return op, err
@@ -251,6 +254,26 @@ func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...ope
 		return op, fmt.Errorf("append to %s at version %d: %w", op.ID, op.Version, ErrVersionConflict)
 	}
 	return next, nil
+}
+
+// release frees what an active operation holds, in the transaction of its terminal fact:
+// the target lock (only if it is still this operation's) and its quota slot.
+func (s *Store) release(op operation.Operation) []types.TransactWriteItem {
+	items := []types.TransactWriteItem{{Delete: &types.Delete{
+		TableName:                 &s.Table,
+		Key:                       map[string]types.AttributeValue{attrPK: str(lockPK(op.Tenant, op.Principal, op.Type, op.Target)), attrSK: str(skLock)},
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR operation_id = :id"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(op.ID)},
+	}}}
+	if op.QuotaReserved {
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:                 &s.Table,
+			Key:                       map[string]types.AttributeValue{attrPK: str(quotaPK(op.Tenant)), attrSK: str(skQuota)},
+			UpdateExpression:          aws.String("ADD active :minus"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": num(-1)},
+		}})
+	}
+	return items
 }
 
 func factItem(id string, f operation.Fact) (map[string]types.AttributeValue, error) {

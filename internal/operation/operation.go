@@ -77,6 +77,9 @@ type Admission struct {
 	Tenant      string          `json:"tenant"`
 	Principal   string          `json:"principal"`
 	Input       json.RawMessage `json:"input"`
+	// QuotaReserved records that admission took one of the tenant's active-operation slots,
+	// so the terminal fact gives it back even if the quota setting changed meanwhile.
+	QuotaReserved bool `json:"quotaReserved,omitempty"`
 }
 
 // Problem is a typed problem attached to a failed or outcome_unknown operation.

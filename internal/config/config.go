@@ -1,0 +1,62 @@
+// Package config reads a function's settings from its environment, the one way settings
+// reach a Lambda function (CDK and the local stack set the same variables).
+package config
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/longrun-dev/longrun/internal/admission"
+)
+
+// Config holds every function's settings.
+type Config struct {
+	Table  string        // LONGRUN_TABLE
+	Window time.Duration // LONGRUN_IDEMPOTENCY_WINDOW, e.g. "24h"
+	Quota  int           // LONGRUN_QUOTA: active operations per tenant; 0 disables
+}
+
+// FromEnv reads Config, applying the contract's defaults.
+func FromEnv() (Config, error) {
+	c := Config{Table: os.Getenv("LONGRUN_TABLE"), Window: admission.DefaultWindow, Quota: admission.DefaultQuota}
+	if c.Table == "" {
+		return c, fmt.Errorf("config: LONGRUN_TABLE is required")
+	}
+	if v := os.Getenv("LONGRUN_IDEMPOTENCY_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("config: LONGRUN_IDEMPOTENCY_WINDOW=%q is not a positive duration", v)
+		}
+		c.Window = d
+	}
+	if v := os.Getenv("LONGRUN_QUOTA"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("config: LONGRUN_QUOTA=%q is not a non-negative integer", v)
+		}
+		c.Quota = n
+	}
+	return c, nil
+}
+
+// AWS loads the SDK configuration the standard way (region, credentials and endpoint
+// overrides such as AWS_ENDPOINT_URL come from the environment).
+func AWS(ctx context.Context) (aws.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, fmt.Errorf("config: load AWS configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// Logger is the JSON logger every function uses.
+func Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
