@@ -233,10 +233,10 @@ func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...ope
 			ConditionExpression: aws.String("attribute_not_exists(pk)")}})
 	}
 	items = append(items, types.TransactWriteItem{Update: &types.Update{
-		TableName:           &s.Table,
-		Key:                 map[string]types.AttributeValue{attrPK: str(operationPK(op.ID)), attrSK: str(skMeta)},
-		UpdateExpression:    aws.String("SET #state = :state, version = :next, updated_at = :updated"),
-		ConditionExpression: aws.String("version = :observed"),
+		TableName:                &s.Table,
+		Key:                      map[string]types.AttributeValue{attrPK: str(operationPK(op.ID)), attrSK: str(skMeta)},
+		UpdateExpression:         aws.String("SET #state = :state, version = :next, updated_at = :updated"),
+		ConditionExpression:      aws.String("version = :observed"),
 		ExpressionAttributeNames: map[string]string{"#state": "state"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":state": str(string(next.State)), ":next": num(int64(next.Version)),

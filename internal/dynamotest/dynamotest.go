@@ -41,7 +41,7 @@ func Main(m *testing.M) int {
 	return m.Run()
 }
 
-// Counter counts DynamoDB API calls (round trips as the application sees them).
+// Counter counts DynamoDB round trips: HTTP attempts, so SDK retries count too.
 type Counter struct{ n atomic.Int64 }
 
 // Load returns the count so far.
@@ -63,9 +63,10 @@ func NewClient(tb testing.TB) (*dynamodb.Client, *Counter) {
 // Client builds a DynamoDB client for a local endpoint, counting its calls.
 func Client(endpoint string) (*dynamodb.Client, *Counter) {
 	counter := &Counter{}
-	count := middleware.InitializeMiddlewareFunc("CountCalls", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	// The Finalize step's tail runs once per attempt, inside the SDK's retry loop.
+	count := middleware.FinalizeMiddlewareFunc("CountAttempts", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 		counter.n.Add(1)
-		return next.HandleInitialize(ctx, in)
+		return next.HandleFinalize(ctx, in)
 	})
 	client := dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",
@@ -74,7 +75,7 @@ func Client(endpoint string) (*dynamodb.Client, *Counter) {
 		// DynamoDB Local's 4xx responses make the SDK log checksum warnings.
 		DisableValidateResponseChecksum: true,
 		APIOptions: []func(*middleware.Stack) error{func(s *middleware.Stack) error {
-			return s.Initialize.Add(count, middleware.Before)
+			return s.Finalize.Add(count, middleware.After)
 		}},
 	})
 	return client, counter

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/longrun-dev/longrun/internal/operation"
 )
@@ -54,9 +57,9 @@ func TestSameKeySameRequestReplays(t *testing.T) {
 	before := e.snapshot()
 	variants := []string{
 		demo("a"),
-		`{"input":{"target":"a"},"type":"demo.task"}`,                      // member order
+		`{"input":{"target":"a"},"type":"demo.task"}`,                             // member order
 		"{\n  \"type\" : \"demo.task\",\n  \"input\" : { \"target\" : \"a\" }\n}", // whitespace
-		`{"type":"demo.task","input":{"target":"\u0061"}}`,                 // unicode escape
+		`{"type":"demo.task","input":{"target":"\u0061"}}`,                        // unicode escape
 		`{"type":"demo.\u0074ask","input":{"target":"a"}}`,
 	}
 	e.clock.Set(t0.Add(24*time.Hour - time.Second)) // still inside the window
@@ -147,6 +150,11 @@ func TestExpiryIgnoresTimeZones(t *testing.T) {
 	e.clock.Set(t0.In(east))
 	first := e.admit("k-tz", demo("tz"))
 	e.finish(first.json["operationId"].(string))
+	for _, item := range e.snapshot() {
+		if exp, ok := item["expires_at"].(*types.AttributeValueMemberN); ok && exp.Value != strconv.FormatInt(t0.Add(24*time.Hour).Unix(), 10) {
+			t.Fatalf("expires_at %s, want the absolute instant %d", exp.Value, t0.Add(24*time.Hour).Unix())
+		}
+	}
 
 	e.clock.Set(t0.Add(24*time.Hour - time.Second).In(west))
 	if r := e.admit("k-tz", demo("tz")); r.header.Get("Idempotent-Replayed") != "true" {
@@ -168,14 +176,14 @@ func TestInvalidKeysAre400(t *testing.T) {
 	before := e.snapshot()
 	e.calls.Reset()
 	cases := map[string][]string{
-		"missing":   nil,
-		"empty":     {""},
-		"too long":  {strings.Repeat("k", 129)},
-		"non-ASCII": {"clé"},
-		"control":   {"a\tb"},
-		"DEL":       {"a\x7fb"},
-		"newline":   {"a\nb"},
-		"repeated":  {"k1", "k2"},
+		"missing":    nil,
+		"empty":      {""},
+		"too long":   {strings.Repeat("k", 129)},
+		"non-ASCII":  {"clé"},
+		"control":    {"a\tb"},
+		"DEL":        {"a\x7fb"},
+		"newline":    {"a\nb"},
+		"repeated":   {"k1", "k2"},
 		"same twice": {"k1", "k1"},
 	}
 	for name, keys := range cases {

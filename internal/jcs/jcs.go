@@ -61,8 +61,6 @@ const maxNameInError = 64
 // string, true/false to bool, null to nil and numbers to json.Number holding
 // the original literal.
 func Parse(data []byte) (any, error) {
-	// Checking the whole input up front covers bytes outside strings too and
-	// lets the string decoder copy raw bytes without re-validating them.
 	p := parser{data: data}
 	return p.document()
 }

@@ -1,0 +1,63 @@
+# longrun — every command a developer or CI needs. `make test` installs what it needs
+# (Go modules, DynamoDB Local into the git-ignored .cache/) and runs every test.
+SHELL   := /bin/bash
+GO      ?= go
+CACHE   := .cache
+DDB_DIR := $(CACHE)/dynamodb-local
+DDB_PKG := amplify-dynamodb-simulator@2.9.30
+FUZZTIME ?= 10s
+BENCHTIME ?= 3s
+# DynamoDB Local runs the whole suite; it starts once and every package shares it.
+WITH_DDB := $(GO) run ./cmd/ddblocal --
+
+.PHONY: all test unit fuzz bench build lint deps ddb-install ddb-run tools-check clean
+
+all: lint test
+
+tools-check:
+	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required"; exit 1; }
+	@command -v java >/dev/null || { echo "Java 17+ is required (DynamoDB Local)"; exit 1; }
+	@command -v npm >/dev/null || { echo "npm is required (it fetches DynamoDB Local)"; exit 1; }
+
+deps:
+	$(GO) mod download
+
+# DynamoDB Local ships inside an npm package; its licence forbids committing it, so it is
+# fetched into the cache and never into the module tree.
+ddb-install: $(DDB_DIR)/DynamoDBLocal.jar
+
+$(DDB_DIR)/DynamoDBLocal.jar: | tools-check
+	rm -rf $(CACHE)/npm-pack && mkdir -p $(CACHE)/npm-pack
+	cd $(CACHE)/npm-pack && npm pack --silent --cache ../npm $(DDB_PKG) >/dev/null && tar xzf amplify-dynamodb-simulator-*.tgz
+	rm -rf $(DDB_DIR) && mv $(CACHE)/npm-pack/package/emulator $(DDB_DIR)
+	rm -rf $(CACHE)/npm-pack
+	@test -f $@ && echo "DynamoDB Local installed in $(DDB_DIR)"
+
+# Serve DynamoDB Local in the foreground (Ctrl-C stops it).
+ddb-run: deps ddb-install
+	$(WITH_DDB)
+
+lint: deps
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+test: deps ddb-install lint unit fuzz
+
+unit:
+	$(WITH_DDB) $(GO) test -race -count=1 ./...
+
+# Short fixed fuzz runs of the parsers that face clients.
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzCanonicalize$$' -fuzztime=$(FUZZTIME) ./internal/jcs
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateKey$$' -fuzztime=$(FUZZTIME) ./internal/admission
+
+# Figures for docs/performance.md, against DynamoDB Local.
+bench: deps ddb-install
+	$(WITH_DDB) $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./internal/...
+
+build:
+	$(GO) build ./...
+
+clean:
+	rm -rf bin dist cdk.out
