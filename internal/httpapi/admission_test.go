@@ -208,13 +208,7 @@ func TestInvalidKeysAre400(t *testing.T) {
 func TestConcurrentIdenticalFirstRequests(t *testing.T) {
 	e := newEnv(t)
 	const n = 64
-	results := make([]res, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() { defer wg.Done(); results[i] = e.admit("k-race", demo("race")) }()
-	}
-	wg.Wait()
+	results := parallel(n, func(int) res { return e.admit("k-race", demo("race")) })
 	replays := 0
 	for i, r := range results {
 		if r.status != 202 || !bytes.Equal(r.body, results[0].body) {
@@ -236,13 +230,7 @@ func TestConcurrentIdenticalFirstRequests(t *testing.T) {
 func TestConcurrentDifferentBodiesOneKey(t *testing.T) {
 	e := newEnv(t)
 	const n = 16
-	results := make([]res, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() { defer wg.Done(); results[i] = e.admit("k-mixed", demo(fmt.Sprintf("mixed-%d", i))) }()
-	}
-	wg.Wait()
+	results := parallel(n, func(i int) res { return e.admit("k-mixed", demo(fmt.Sprintf("mixed-%d", i))) })
 	accepted, conflicts := 0, 0
 	for _, r := range results {
 		switch {
@@ -340,6 +328,18 @@ func TestScopeIsolation(t *testing.T) {
 	if g := e.do(req{method: http.MethodGet, path: "/v1/operations/" + spoof.json["operationId"].(string), caller: "alice"}); g.status != 404 {
 		t.Fatalf("a header moved the scope: %d", g.status)
 	}
+}
+
+// parallel runs n calls at once and returns their results in call order.
+func parallel(n int, call func(i int) res) []res {
+	results := make([]res, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[i] = call(i) }()
+	}
+	wg.Wait()
+	return results
 }
 
 func withoutRequestID(b []byte) string {
