@@ -209,12 +209,9 @@ func (s *Store) Load(ctx context.Context, id string) (operation.Operation, error
 	return op, nil
 }
 
-// ErrVersionConflict means another writer appended first; re-read and decide again.
-var ErrVersionConflict = errors.New("operation changed since it was read")
-
 // Append appends facts after op's observed version, conditionally: each fact's slot must be
 // free and the projection must still be at op.Version, so of two writers that observed the
-// same version exactly one wins. The projection is written by the same fold. Facts get
+// same version exactly one wins (the other gets operation.ErrConflict). The projection is written by the same fold. Facts get
 // their versions here; an illegal fact is rejected before any write.
 func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...operation.Fact) (operation.Operation, error) {
 	next := op
@@ -251,7 +248,7 @@ func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...ope
 		return op, err
 	}
 	if reasons != nil {
-		return op, fmt.Errorf("append to %s at version %d: %w", op.ID, op.Version, ErrVersionConflict)
+		return op, fmt.Errorf("append to %s at version %d: %w", op.ID, op.Version, operation.ErrConflict)
 	}
 	return next, nil
 }

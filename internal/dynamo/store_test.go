@@ -133,7 +133,7 @@ func TestAppendIsOptimistic(t *testing.T) {
 			switch {
 			case err == nil:
 				wins++
-			case errors.Is(err, dynamo.ErrVersionConflict):
+			case errors.Is(err, operation.ErrConflict):
 				conflicts++
 			default:
 				t.Error(err)
@@ -153,7 +153,7 @@ func TestAppendIsOptimistic(t *testing.T) {
 		t.Fatalf("illegal append: %v", err)
 	}
 	// A stale writer (observed version 1) cannot overwrite the newer decision.
-	if _, err := store.Append(ctx, op, operation.Fact{Kind: operation.KindCanceled, At: now}); !errors.Is(err, dynamo.ErrVersionConflict) {
+	if _, err := store.Append(ctx, op, operation.Fact{Kind: operation.KindCanceled, At: now}); !errors.Is(err, operation.ErrConflict) {
 		t.Fatalf("stale append: %v", err)
 	}
 	final, _ := store.Load(ctx, "op_1")

@@ -115,6 +115,9 @@ type Fact struct {
 // ErrIllegalTransition means a fact cannot follow the operation's current state.
 var ErrIllegalTransition = errors.New("illegal transition")
 
+// ErrConflict means another writer appended a fact first; re-read and decide again.
+var ErrConflict = errors.New("operation changed since it was read")
+
 // ErrMalformedHistory means stored facts are not a valid history (gaps, no accepted first).
 var ErrMalformedHistory = errors.New("malformed fact history")
 
@@ -123,7 +126,10 @@ var ErrMalformedHistory = errors.New("malformed fact history")
 var transitions = map[State]map[Kind]State{
 	"": {KindAccepted: Accepted},
 	Accepted: {
-		KindDispatched:      Dispatched,
+		KindDispatched: Dispatched,
+		// The execution may report before the dispatcher's own fact commits; a start
+		// implies the dispatch, and the dispatcher then finds the work already running.
+		KindStarted:         Running,
 		KindCancelRequested: Cancelling,
 		KindCanceled:        Canceled, // the work never started
 		KindFailed:          Failed,   // e.g. the executor refused the work outright

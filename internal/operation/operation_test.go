@@ -15,6 +15,7 @@ var allKinds = []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelReque
 var legal = []string{
 	" + accepted = accepted",
 	"accepted + dispatched = dispatched",
+	"accepted + started = running",
 	"accepted + cancel_requested = cancelling",
 	"accepted + canceled = canceled",
 	"accepted + failed = failed",
