@@ -2,41 +2,26 @@
 package main
 
 import (
-	"context"
-	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/longrun-dev/longrun/internal/admission"
 	"github.com/longrun-dev/longrun/internal/config"
-	"github.com/longrun-dev/longrun/internal/dynamo"
 	"github.com/longrun-dev/longrun/internal/httpapi"
 	"github.com/longrun-dev/longrun/internal/ids"
 	"github.com/longrun-dev/longrun/internal/optype"
 )
 
 func main() {
-	log := config.Logger()
-	cfg, err := config.FromEnv()
-	if err != nil {
-		log.Error("configuration", "error", err.Error())
-		os.Exit(1)
-	}
-	awsCfg, err := config.AWS(context.Background())
-	if err != nil {
-		log.Error("configuration", "error", err.Error())
-		os.Exit(1)
-	}
-	store := dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)
+	fn := config.MustFunction()
 	gen := ids.New()
 	handler := &httpapi.Handler{
-		Admission: &admission.Service{Store: store, Registry: optype.Builtin(), Now: time.Now, NewID: gen.Operation,
-			Window: cfg.Window, Quota: cfg.Quota},
-		Operations:   store,
+		Admission: &admission.Service{Store: fn.Store, Registry: optype.Builtin(), Now: time.Now, NewID: gen.Operation,
+			Window: fn.Config.Window, Quota: fn.Config.Quota},
+		Operations:   fn.Store,
 		NewRequestID: gen.Request,
-		Log:          log,
+		Log:          fn.Log,
 	}
 	lambda.Start(handler.Handle)
 }

@@ -4,6 +4,7 @@ package config
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,6 +22,11 @@ type Config struct {
 	Table  string        // LONGRUN_TABLE
 	Window time.Duration // LONGRUN_IDEMPOTENCY_WINDOW, e.g. "24h"
 	Quota  int           // LONGRUN_QUOTA: active operations per tenant; 0 disables
+	// StateMachines maps workflow names to state machine ARNs (LONGRUN_STATE_MACHINES, a
+	// JSON object); the dispatcher needs it.
+	StateMachines map[string]string
+	// DeadLetterQueueURL receives poison records (LONGRUN_DEAD_LETTER_QUEUE_URL).
+	DeadLetterQueueURL string
 }
 
 // FromEnv reads Config, applying the contract's defaults.
@@ -43,7 +49,26 @@ func FromEnv() (Config, error) {
 		}
 		c.Quota = n
 	}
+	if v := os.Getenv("LONGRUN_STATE_MACHINES"); v != "" {
+		if err := json.Unmarshal([]byte(v), &c.StateMachines); err != nil {
+			return c, fmt.Errorf("config: LONGRUN_STATE_MACHINES is not a JSON object of names to ARNs: %w", err)
+		}
+	}
+	c.DeadLetterQueueURL = os.Getenv("LONGRUN_DEAD_LETTER_QUEUE_URL")
 	return c, nil
+}
+
+// Require fails unless every named setting is present, so a function misconfigured at
+// deploy time fails at start, not on its first event.
+func (c Config) Require(names ...string) error {
+	for _, n := range names {
+		switch {
+		case n == "LONGRUN_STATE_MACHINES" && len(c.StateMachines) == 0,
+			n == "LONGRUN_DEAD_LETTER_QUEUE_URL" && c.DeadLetterQueueURL == "":
+			return fmt.Errorf("config: %s is required", n)
+		}
+	}
+	return nil
 }
 
 // AWS loads the SDK configuration the standard way (region, credentials and endpoint

@@ -1,0 +1,17 @@
+// Command worker-demo-task runs demo.task's work, one step per invocation.
+package main
+
+import (
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/longrun-dev/longrun/internal/config"
+	"github.com/longrun-dev/longrun/internal/worker"
+)
+
+func main() {
+	fn := config.MustFunction()
+	r := &worker.Runner{Store: fn.Store, Work: worker.DemoTask{}, Now: time.Now}
+	lambda.Start(r.Handle)
+}

@@ -1,0 +1,40 @@
+package config
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/longrun-dev/longrun/internal/dynamo"
+)
+
+// Function is what every function's main starts from: its settings, the AWS configuration,
+// the logger and the table. It exits the process with a logged reason when any is missing.
+type Function struct {
+	Config Config
+	AWS    aws.Config
+	Log    *slog.Logger
+	Store  *dynamo.Store
+}
+
+// MustFunction loads the settings a function needs; required names as for Require.
+func MustFunction(required ...string) Function {
+	log := Logger()
+	cfg, err := FromEnv()
+	if err == nil {
+		err = cfg.Require(required...)
+	}
+	if err != nil {
+		log.Error("configuration", "error", err.Error())
+		os.Exit(1)
+	}
+	awsCfg, err := AWS(context.Background())
+	if err != nil {
+		log.Error("configuration", "error", err.Error())
+		os.Exit(1)
+	}
+	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)}
+}
