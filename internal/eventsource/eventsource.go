@@ -1,0 +1,48 @@
+// Package eventsource holds the settings of the stream event source mappings in one place:
+// the CDK stack configures AWS Lambda with them and the local stack's pollers emulate them,
+// so the filter, batching, retries and failure handling are the same in both.
+package eventsource
+
+import (
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/dynamo"
+)
+
+// Mapping is one DynamoDB stream → Lambda function event source mapping.
+type Mapping struct {
+	Function string // the function's logical name (functions/<name>)
+	Filter   string // Lambda event filter pattern over the stream record
+	// BatchSize and MaxBatchingWindow bound a batch; the window trades latency for fewer
+	// invocations.
+	BatchSize         int
+	MaxBatchingWindow time.Duration
+	// MaxRetries bounds retries of a failing batch; after them the batch's description goes
+	// to the on-failure destination (the dead-letter queue).
+	MaxRetries int
+	// BisectOnError splits a failing batch in two, so one poison record does not hold back
+	// the others.
+	BisectOnError bool
+	// ReportBatchItemFailures lets the function name the records that failed, so only they
+	// (and what follows them in the shard) are retried.
+	ReportBatchItemFailures bool
+	// StartingPosition is where a new mapping starts reading.
+	StartingPosition string
+}
+
+// Dispatcher is the outbox consumer: newly accepted operations only.
+func Dispatcher() Mapping {
+	return Mapping{
+		Function:                "dispatcher",
+		Filter:                  dynamo.AcceptedFilter,
+		BatchSize:               10,
+		MaxBatchingWindow:       0,
+		MaxRetries:              5,
+		BisectOnError:           true,
+		ReportBatchItemFailures: true,
+		StartingPosition:        "TRIM_HORIZON",
+	}
+}
+
+// Mappings lists every stream mapping.
+func Mappings() []Mapping { return []Mapping{Dispatcher()} }
