@@ -1,0 +1,106 @@
+package apigateway
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// echo is a function that returns the event it got, so tests can see what API Gateway sent.
+type echo struct{ fail string }
+
+func (e echo) Invoke(_ context.Context, _ string, payload []byte) ([]byte, string, error) {
+	if e.fail != "" {
+		return []byte(`{"errorType":"x"}`), e.fail, nil
+	}
+	out, _ := json.Marshal(events.APIGatewayProxyResponse{StatusCode: 202, Body: string(payload),
+		Headers:           map[string]string{"Content-Type": "application/json"},
+		MultiValueHeaders: map[string][]string{"X-Multi": {"a", "b"}}})
+	return out, "", nil
+}
+
+func serve(t *testing.T, inv Invoker, req *http.Request) (*http.Response, events.APIGatewayProxyRequest) {
+	t.Helper()
+	srv := httptest.NewServer(&Gateway{Invoker: inv, Function: "api", Tokens: DefaultTokens(), Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	defer srv.Close()
+	req.URL.Scheme, req.URL.Host = "http", strings.TrimPrefix(srv.URL, "http://")
+	req.RequestURI = ""
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var ev events.APIGatewayProxyRequest
+	_ = json.Unmarshal(body, &ev)
+	return resp, ev
+}
+
+func TestEventShape(t *testing.T) {
+	req := httptest.NewRequest(http.MethodPost, "/v1/operations?limit=5&state=running", strings.NewReader(`{"a":1}`))
+	req.Header.Set("Authorization", "Bearer alice-dev-token")
+	req.Header.Add("Idempotency-Key", "k1")
+	req.Header.Add("Idempotency-Key", "k2")
+	resp, ev := serve(t, echo{}, req)
+	if resp.StatusCode != 202 || resp.Header.Values("X-Multi")[1] != "b" {
+		t.Fatalf("response %d %v", resp.StatusCode, resp.Header)
+	}
+	if ev.HTTPMethod != "POST" || ev.Path != "/v1/operations" || ev.RequestContext.Path != "/v1/operations" || ev.Body != `{"a":1}` || ev.IsBase64Encoded {
+		t.Fatalf("event %+v", ev)
+	}
+	if ev.RequestContext.Authorizer["tenant"] != "acme" || ev.RequestContext.Authorizer["principal"] != "alice" {
+		t.Fatalf("authorizer %v", ev.RequestContext.Authorizer)
+	}
+	if len(ev.MultiValueHeaders["Idempotency-Key"]) != 2 || ev.QueryStringParameters["limit"] != "5" {
+		t.Fatalf("headers %v query %v", ev.MultiValueHeaders, ev.QueryStringParameters)
+	}
+}
+
+func TestUnknownTokenHasNoCaller(t *testing.T) {
+	for _, auth := range []string{"", "Bearer nope", "Basic alice-dev-token", "alice-dev-token"} {
+		req := httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		_, ev := serve(t, echo{}, req)
+		if ev.RequestContext.Authorizer != nil {
+			t.Fatalf("%q resolved to %v", auth, ev.RequestContext.Authorizer)
+		}
+	}
+}
+
+func TestBinaryBodyIsBase64(t *testing.T) {
+	req := httptest.NewRequest(http.MethodPost, "/v1/operations", strings.NewReader("\xff\xfe"))
+	_, ev := serve(t, echo{}, req)
+	if !ev.IsBase64Encoded || ev.Body != "//4=" {
+		t.Fatalf("body %q base64 %v", ev.Body, ev.IsBase64Encoded)
+	}
+}
+
+func TestFunctionErrorIs502(t *testing.T) {
+	resp, _ := serve(t, echo{fail: "Unhandled"}, httptest.NewRequest(http.MethodGet, "/v1/operations/x", nil))
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+func TestLoadTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	os.WriteFile(path, []byte(`{"t1":{"tenant":"a","principal":"p"}}`), 0o600)
+	if tok, err := LoadTokens(path); err != nil || tok["t1"].Tenant != "a" {
+		t.Fatalf("%v %v", tok, err)
+	}
+	os.WriteFile(path, []byte(`{"t1":{"tenant":""}}`), 0o600)
+	if _, err := LoadTokens(path); err == nil {
+		t.Fatal("a token without a tenant was accepted")
+	}
+}
