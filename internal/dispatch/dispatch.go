@@ -49,10 +49,11 @@ type DeadLetters interface {
 	Send(ctx context.Context, letter DeadLetter) error
 }
 
-// Input is the execution's input: the operation id only. Workers read everything else from
-// the facts, the one source of truth.
+// Input is the execution's input: the operation id and the first step. Workers read
+// everything else from the facts, the one source of truth.
 type Input struct {
 	OperationID string `json:"operationId"`
+	Step        int    `json:"step"`
 }
 
 // Dispatcher starts executions for accepted operations.

@@ -98,7 +98,7 @@ func TestDispatchStartsOneExecutionNamedAfterTheOperation(t *testing.T) {
 		}
 	}
 	ex := f.exec.Executions()
-	if len(ex) != 1 || ex[id].Workflow != "demo-task" || string(ex[id].Input) != `{"operationId":"`+id+`"}` {
+	if len(ex) != 1 || ex[id].Workflow != "demo-task" || string(ex[id].Input) != `{"operationId":"`+id+`","step":0}` {
 		t.Fatalf("executions %+v", ex)
 	}
 	op := f.load(id)

@@ -15,11 +15,24 @@ import (
 	"github.com/longrun-dev/longrun/internal/worker"
 )
 
-// Input is the workflow state handed to the recorder.
+// Input is the workflow state handed to the recorder (internal/workflow): the last step's
+// report under task, and a caught error under error.
 type Input struct {
-	OperationID string         `json:"operationId"`
-	Report      *worker.Report `json:"report,omitempty"`
-	Error       *TaskError     `json:"error,omitempty"`
+	OperationID string     `json:"operationId"`
+	Task        *Task      `json:"task,omitempty"`
+	Error       *TaskError `json:"error,omitempty"`
+}
+
+// Task holds a step's result as the workflow stored it.
+type Task struct {
+	Report *worker.Report `json:"report,omitempty"`
+}
+
+func (in Input) report() *worker.Report {
+	if in.Task == nil {
+		return nil
+	}
+	return in.Task.Report
 }
 
 // TaskError is what a Catch puts in the state.
@@ -43,17 +56,17 @@ func Outcome(in Input) (f operation.Fact, ok bool) {
 	switch {
 	case in.Error != nil:
 		failure = in.Error.Error
-	case in.Report == nil:
+	case in.report() == nil:
 		failure = "no report"
-	case in.Report.ErrorType != "":
-		failure = in.Report.ErrorType
+	case in.report().ErrorType != "":
+		failure = in.report().ErrorType
 	}
 	if failure != "" {
 		return operation.Fact{Kind: operation.KindOutcomeUnknown, Source: operation.SourceExecutor,
 			Problem: operation.NewProblem("worker_error", "Worker failed",
 				"The worker failed ("+failure+") after it may have acted; the outcome is unknown until it is reconciled.")}, true
 	}
-	switch r := in.Report; r.Outcome {
+	switch r := in.report(); r.Outcome {
 	case operation.KindSucceeded, operation.KindFailed, operation.KindOutcomeUnknown, operation.KindCanceled:
 		return operation.Fact{Kind: r.Outcome, Source: operation.SourceExecutor, Result: r.Result, Problem: r.Problem}, true
 	}

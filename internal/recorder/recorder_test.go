@@ -12,7 +12,7 @@ import (
 // or as an error payload in the task result (kumo).
 func TestOutcomeIsTheSameOnBothPaths(t *testing.T) {
 	viaCatch := Input{OperationID: "op_1", Error: &TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"boom"}`}}
-	viaPayload := Input{OperationID: "op_1", Report: &worker.Report{ErrorType: "Runtime.ExitError", ErrorMessage: "boom"}}
+	viaPayload := Input{OperationID: "op_1", Task: &Task{Report: &worker.Report{ErrorType: "Runtime.ExitError", ErrorMessage: "boom"}}}
 	a, okA := Outcome(viaCatch)
 	b, okB := Outcome(viaPayload)
 	if !okA || !okB || a.Kind != operation.KindOutcomeUnknown {
@@ -32,13 +32,13 @@ func TestOutcomeTable(t *testing.T) {
 		kind operation.Kind
 		ok   bool
 	}{
-		{"succeeded", Input{Report: &worker.Report{Done: true, Outcome: operation.KindSucceeded, Result: json.RawMessage(`{}`)}}, operation.KindSucceeded, true},
-		{"failed", Input{Report: &worker.Report{Done: true, Outcome: operation.KindFailed}}, operation.KindFailed, true},
-		{"unknown", Input{Report: &worker.Report{Done: true, Outcome: operation.KindOutcomeUnknown}}, operation.KindOutcomeUnknown, true},
-		{"canceled", Input{Report: &worker.Report{Done: true, Outcome: operation.KindCanceled}}, operation.KindCanceled, true},
-		{"settled elsewhere", Input{Report: &worker.Report{Done: true}}, "", false},
+		{"succeeded", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindSucceeded, Result: json.RawMessage(`{}`)}}}, operation.KindSucceeded, true},
+		{"failed", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindFailed}}}, operation.KindFailed, true},
+		{"unknown", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindOutcomeUnknown}}}, operation.KindOutcomeUnknown, true},
+		{"canceled", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindCanceled}}}, operation.KindCanceled, true},
+		{"settled elsewhere", Input{Task: &Task{Report: &worker.Report{Done: true}}}, "", false},
 		{"no report", Input{}, operation.KindOutcomeUnknown, true},
-		{"a non-terminal outcome is not trusted", Input{Report: &worker.Report{Done: true, Outcome: operation.KindStarted}}, "", false},
+		{"a non-terminal outcome is not trusted", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindStarted}}}, "", false},
 	}
 	for _, tc := range tests {
 		f, ok := Outcome(tc.in)

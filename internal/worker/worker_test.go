@@ -78,14 +78,14 @@ func TestDemoTaskRunsItsStepsThenRecords(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	rec := &recorder.Recorder{Store: f.store, Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	if err := rec.Handle(ctx, recorder.Input{OperationID: id, Report: &rep}); err != nil {
+	if err := rec.Handle(ctx, recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}}); err != nil {
 		t.Fatal(err)
 	}
 	if op := f.state(id); op.State != operation.Succeeded || op.Version != 3 || op.ObservedAt.IsZero() {
 		t.Fatalf("op %s v%d", op.State, op.Version)
 	}
 	// The recorder may be invoked again (a retried task): nothing changes.
-	if err := rec.Handle(ctx, recorder.Input{OperationID: id, Report: &rep}); err != nil || f.state(id).Version != 3 {
+	if err := rec.Handle(ctx, recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}}); err != nil || f.state(id).Version != 3 {
 		t.Fatalf("second record: %v v%d", err, f.state(id).Version)
 	}
 }
@@ -106,12 +106,12 @@ func TestIntentIsCheckedBeforeEveryStep(t *testing.T) {
 		t.Fatalf("after cancel: %+v %v", rep, err)
 	}
 	rec := &recorder.Recorder{Store: f.store, Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	if err := rec.Handle(ctx, recorder.Input{OperationID: id, Report: &rep}); err != nil {
+	if err := rec.Handle(ctx, recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}}); err != nil {
 		t.Fatal(err)
 	}
 	// A late success from a step that was already in flight cannot overwrite the decision.
 	late := worker.Report{Done: true, Outcome: operation.KindSucceeded, Result: json.RawMessage(`{}`)}
-	if err := rec.Handle(ctx, recorder.Input{OperationID: id, Report: &late}); err != nil {
+	if err := rec.Handle(ctx, recorder.Input{OperationID: id, Task: &recorder.Task{Report: &late}}); err != nil {
 		t.Fatal(err)
 	}
 	if op := f.state(id); op.State != operation.Canceled {
