@@ -36,5 +36,10 @@ func MustFunction(required ...string) Function {
 		log.Error("configuration", "error", err.Error())
 		os.Exit(1)
 	}
-	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: dynamo.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)}
+	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		// DynamoDB Local's error responses carry a CRC32 that does not match; the SDK then
+		// warns on every conditional failure. Only the local stack sets this.
+		o.DisableValidateResponseChecksum = os.Getenv("LONGRUN_DYNAMODB_SKIP_CRC32") == "true"
+	})
+	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: dynamo.New(client, cfg.Table)}
 }

@@ -130,23 +130,32 @@ func (s *Server) Stop() {
 	}
 }
 
-// DefaultDir finds the cache folder under the module root (the nearest go.mod above the
-// working directory), or LONGRUN_DYNAMODB_LOCAL_DIR when set.
+// DefaultDir finds the cache folder under the module root, or LONGRUN_DYNAMODB_LOCAL_DIR
+// when set.
 func DefaultDir() (string, error) {
 	if dir := os.Getenv("LONGRUN_DYNAMODB_LOCAL_DIR"); dir != "" {
 		return dir, nil
 	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, CacheDir), nil
+}
+
+// ModuleRoot is the nearest folder above the working directory that holds go.mod.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, CacheDir), nil
+			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("ddblocal: no go.mod above the working directory; set LONGRUN_DYNAMODB_LOCAL_DIR")
+			return "", errors.New("no go.mod above the working directory; run from the longrun checkout or set LONGRUN_DYNAMODB_LOCAL_DIR")
 		}
 		dir = parent
 	}

@@ -1,0 +1,185 @@
+package devstack
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+)
+
+// function is one Lambda function of the stack: its name (functions/<name>), how many
+// invocations its process serves at once, and its timeout.
+type function struct {
+	name        string
+	concurrency int
+	timeout     int32 // seconds
+}
+
+// build compiles every function for this machine, as `make build` does for Lambda (same
+// sources and tags; only the target differs).
+func build(ctx context.Context, root, bin string, names []string, out io.Writer) error {
+	if _, err := exec.LookPath("go"); err != nil {
+		return errors.New("devstack: the Go toolchain is not on PATH; the local stack builds the functions with it")
+	}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return err
+	}
+	args := []string{"build", "-tags", "lambda.norpc", "-o", bin + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "./functions/"+n)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("devstack: build functions: %w", err)
+	}
+	return nil
+}
+
+// register creates the function in kumo's Lambda. kumo never runs code itself: our process,
+// polling the Runtime API, is the function.
+func register(ctx context.Context, client *lambda.Client, f function) (string, error) {
+	out, err := client.CreateFunction(ctx, &lambda.CreateFunctionInput{
+		FunctionName: aws.String(f.name),
+		Role:         aws.String("arn:aws:iam::000000000000:role/longrun-local"),
+		Runtime:      lambdatypes.RuntimeProvidedal2023,
+		Handler:      aws.String("bootstrap"),
+		Code:         &lambdatypes.FunctionCode{ZipFile: []byte("local")},
+		Timeout:      aws.Int32(f.timeout), // kumo's default is 3 s
+	})
+	if err != nil {
+		return "", fmt.Errorf("devstack: create function %s: %w", f.name, err)
+	}
+	return aws.ToString(out.FunctionArn), nil
+}
+
+// process supervises one function's process: Lambda replaces a sandbox that died, and so
+// does this, so a crashed handler does not leave kumo waiting 30 s on a dead poller.
+type process struct {
+	f    function
+	path string
+	env  []string
+	out  io.Writer
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	stopped bool
+	done    chan struct{}
+}
+
+func (p *process) start() error {
+	p.done = make(chan struct{})
+	return p.spawn()
+}
+
+func (p *process) spawn() error {
+	cmd := exec.Command(p.path)
+	cmd.Env = append(append(os.Environ(), p.env...),
+		"AWS_LAMBDA_FUNCTION_NAME="+p.f.name,
+		fmt.Sprintf("AWS_LAMBDA_MAX_CONCURRENCY=%d", p.f.concurrency),
+	)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("devstack: start %s: %w", p.f.name, err)
+	}
+	go prefixLines(pr, p.out, p.f.name)
+	p.mu.Lock()
+	p.cmd = cmd
+	p.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		p.mu.Lock()
+		stopped := p.stopped
+		p.mu.Unlock()
+		if stopped {
+			close(p.done)
+			return
+		}
+		fmt.Fprintf(p.out, "%s | process exited (%v); starting a new one\n", p.f.name, err)
+		time.Sleep(100 * time.Millisecond)
+		if err := p.spawn(); err != nil {
+			fmt.Fprintf(p.out, "%s | %v\n", p.f.name, err)
+			close(p.done)
+		}
+	}()
+	return nil
+}
+
+// stop ends the process for good and waits for it.
+func (p *process) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(3 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// prefixLines copies a process's output line by line, each prefixed with its name.
+func prefixLines(r io.Reader, w io.Writer, name string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		fmt.Fprintf(w, "%s | %s\n", name, sc.Text())
+	}
+}
+
+// invoker invokes functions through kumo's Lambda API, never retrying: a retried invocation
+// could run a handler twice, and the callers (pollers, the gateway) decide about retries.
+type invoker struct{ client *lambda.Client }
+
+func (i invoker) Invoke(ctx context.Context, fn string, payload []byte) ([]byte, string, error) {
+	out, err := i.client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload},
+		func(o *lambda.Options) { o.RetryMaxAttempts = 1 })
+	if err != nil {
+		return nil, "", err
+	}
+	return out.Payload, aws.ToString(out.FunctionError), nil
+}
+
+// waitRegistered invokes fn with an empty event until its process polls the Runtime API;
+// before that kumo answers at once that the function has no runtime handler. Every
+// function treats an empty event as a no-op or rejects it without side effects.
+func waitRegistered(ctx context.Context, inv invoker, fn string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		_, _, err := inv.Invoke(ctx, fn, []byte(`{}`))
+		if err == nil {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "no runtime handler") {
+			return fmt.Errorf("devstack: %s is not answering: %w", fn, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devstack: %s never polled the Runtime API: %w", fn, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
