@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,7 +80,15 @@ type Stack struct {
 
 	closers []func()
 	mu      sync.Mutex
+	paused  atomic.Bool
 }
+
+// PauseStreams holds the stream consumers: records wait in the stream until ResumeStreams,
+// as when an event source mapping is disabled. A batch already in flight completes.
+func (s *Stack) PauseStreams() { s.paused.Store(true) }
+
+// ResumeStreams lets the stream consumers deliver again, starting with what waited.
+func (s *Stack) ResumeStreams() { s.paused.Store(false) }
 
 // functions lists the stack's functions with their local concurrency (invocations one
 // process serves at once) and timeout.
@@ -250,7 +259,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		var wg sync.WaitGroup
 		for _, m := range eventsource.Mappings() {
 			p := &streampoller.Poller{Endpoint: ddb.Endpoint, StreamARN: s.StreamARN, Mapping: m, Invoker: inv,
-				Interval: opts.PollInterval, Backoff: 200 * time.Millisecond, Log: opts.Log,
+				Interval: opts.PollInterval, Backoff: 200 * time.Millisecond, Log: opts.Log, Paused: s.paused.Load,
 				OnFailure: func(ctx context.Context, body []byte) error {
 					_, err := s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.DeadLetterQueueURL), MessageBody: aws.String(string(body))})
 					return err

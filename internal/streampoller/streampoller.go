@@ -41,6 +41,9 @@ type Poller struct {
 	Backoff time.Duration
 	Log     *slog.Logger
 	HTTP    *http.Client
+	// Paused, when set and true, holds delivery: records wait in the stream, as when a
+	// mapping is disabled. Tests use it to stage crashes and redeliveries.
+	Paused func() bool
 
 	filter *eventfilter.Pattern
 }
@@ -64,6 +67,14 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 	iterators := map[string]string{} // shard → next iterator ("" when the shard is closed)
 	for {
+		if p.Paused != nil && p.Paused() {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(p.Interval):
+				continue
+			}
+		}
 		if err := p.discover(ctx, iterators); err != nil && ctx.Err() == nil {
 			p.Log.WarnContext(ctx, "describe stream", "error", err.Error())
 		}
