@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/worker"
+)
+
+func TestCreatePollSucceeded(t *testing.T) {
+	c := alice(t)
+	id := c.admit(`{"type":"demo.task","input":{"target":"e2e-success","steps":3,"sleepMs":0}}`)
+	r := c.poll(id, 30*time.Second)
+	result, _ := r.json["result"].(map[string]any)
+	if r.json["state"] != "succeeded" || result["steps"] != 3.0 || result["target"] != "e2e-success" || r.json["observedAt"] == nil {
+		t.Fatalf("%s", r.body)
+	}
+	if r.header.Get("Retry-After") != "" || r.header.Get("ETag") != fmt.Sprintf(`"%v"`, r.json["version"]) {
+		t.Fatalf("headers %v", r.header)
+	}
+	if n := executions(t, id); n != 1 {
+		t.Fatalf("%d executions", n)
+	}
+}
+
+func TestFailIsAFailedStateWithATypedProblem(t *testing.T) {
+	c := alice(t)
+	r := c.poll(c.admit(`{"type":"demo.task","input":{"target":"e2e-fail","steps":2,"outcome":"fail"}}`), 30*time.Second)
+	p, _ := r.json["problem"].(map[string]any)
+	if r.json["state"] != "failed" || p["code"] != "demo_failed" || p["type"] != "https://longrun.dev/problems/demo_failed" || r.json["result"] != nil {
+		t.Fatalf("%s", r.body)
+	}
+}
+
+func TestUnknownOutcomeIsSaidOutLoud(t *testing.T) {
+	c := alice(t)
+	r := c.poll(c.admit(`{"type":"demo.task","input":{"target":"e2e-unknown","outcome":"unknown"}}`), 30*time.Second)
+	p, _ := r.json["problem"].(map[string]any)
+	if r.json["state"] != "outcome_unknown" || r.json["terminal"] != false || p["code"] != "outcome_unknown" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("%s %v", r.body, r.header)
+	}
+}
+
+func TestExportOrdersProducesItsDigest(t *testing.T) {
+	c := alice(t)
+	r := c.poll(c.admit(`{"type":"export.orders","input":{"from":"2026-09-01","to":"2026-09-23"}}`), 30*time.Second)
+	csv, rows, _ := worker.OrdersCSV("2026-09-01", "2026-09-23")
+	sum := sha256.Sum256(csv)
+	result, _ := r.json["result"].(map[string]any)
+	if r.json["state"] != "succeeded" || result["rowCount"] != float64(rows) || result["sha256"] != hex.EncodeToString(sum[:]) {
+		t.Fatalf("%s", r.body)
+	}
+}
+
+func TestFiftyInParallel(t *testing.T) {
+	c := alice(t)
+	const n = 50
+	ids := make([]string, n)
+	results := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids[i] = c.admit(fmt.Sprintf(`{"type":"demo.task","input":{"target":"e2e-par-%d-%d","steps":2}}`, time.Now().UnixNano(), i))
+			results[i] = c.poll(ids[i], 90*time.Second)
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.json["state"] != "succeeded" {
+			t.Errorf("%s: %s", ids[i], r.body)
+		}
+		if got := executions(t, ids[i]); got != 1 {
+			t.Errorf("%s: %d executions", ids[i], got)
+		}
+	}
+}
+
+func TestReplayThroughTheStack(t *testing.T) {
+	c := alice(t)
+	key := newKey()
+	body := `{"type":"demo.task","input":{"target":"e2e-replay"}}`
+	first := c.do(http.MethodPost, "/v1/operations", key, body)
+	second := c.do(http.MethodPost, "/v1/operations", key, body)
+	if first.status != 202 || string(second.body) != string(first.body) || second.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("%s / %s", first.body, second.body)
+	}
+	other := client{t, "bob-dev-token"}.do(http.MethodGet, "/v1/operations/"+first.json["operationId"].(string), "", "")
+	if other.status != 404 {
+		t.Fatalf("bob sees alice's operation: %d", other.status)
+	}
+	anon := client{t, "nope"}.do(http.MethodGet, "/v1/operations/"+first.json["operationId"].(string), "", "")
+	if anon.status != 401 || anon.json["code"] != "unauthenticated" || anon.header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("unknown token: %d %s", anon.status, anon.body)
+	}
+}

@@ -1,0 +1,164 @@
+// Package e2e runs longrun end to end through HTTP against the local stack: the same
+// function binaries as on AWS, on kumo's Lambda Runtime API and Step Functions, with
+// DynamoDB Local and the stream poller. One stack serves the package (kumo must own
+// 127.0.0.1:4566, so only this package starts one).
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/longrun-dev/longrun/internal/ddblocal"
+	"github.com/longrun-dev/longrun/internal/devstack"
+	"github.com/longrun-dev/longrun/internal/dynamo"
+)
+
+var stack *devstack.Stack
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	root, err := ddblocal.ModuleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	logPath := filepath.Join(root, ".cache", "logs", "e2e-stack.log")
+	_ = os.MkdirAll(filepath.Dir(logPath), 0o755)
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer logFile.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	stack, err = devstack.Start(ctx, devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: start the local stack:", err)
+		return 2
+	}
+	code := m.Run()
+	stack.Close()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "e2e: the stack's function logs are in", logPath)
+	}
+	return code
+}
+
+// client is an API client for one caller.
+type client struct {
+	t     testing.TB
+	token string
+}
+
+func alice(t testing.TB) client { return client{t, "alice-dev-token"} }
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+	json   map[string]any
+}
+
+var keySeq atomic.Int64
+
+// newKey returns an idempotency key unique to this test run.
+func newKey() string { return fmt.Sprintf("e2e-%d-%d", time.Now().UnixNano(), keySeq.Add(1)) }
+
+func (c client) do(method, path, key, body string) response {
+	c.t.Helper()
+	req, err := http.NewRequest(method, stack.APIURL+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	r := response{status: resp.StatusCode, header: resp.Header, body: data}
+	_ = json.Unmarshal(data, &r.json)
+	for _, leak := range []string{"arn:aws", "000000000000", "123456789012", "execution:", "longrun-local", "dlq"} {
+		if bytes.Contains(data, []byte(leak)) || strings.Contains(fmt.Sprint(resp.Header), leak) {
+			c.t.Errorf("%s %s leaks %q: %s", method, path, leak, data)
+		}
+	}
+	return r
+}
+
+// admit creates an operation and returns its id.
+func (c client) admit(body string) string {
+	c.t.Helper()
+	r := c.do(http.MethodPost, "/v1/operations", newKey(), body)
+	if r.status != http.StatusAccepted {
+		c.t.Fatalf("admit: %d %s", r.status, r.body)
+	}
+	return r.json["operationId"].(string)
+}
+
+// poll GETs the operation until it is terminal or outcome_unknown, sleeping as Retry-After
+// says between polls, as a well-behaved client does.
+func (c client) poll(id string, within time.Duration) response {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r := c.do(http.MethodGet, "/v1/operations/"+id, "", "")
+		if r.status != http.StatusOK {
+			c.t.Fatalf("poll %s: %d %s", id, r.status, r.body)
+		}
+		if r.json["terminal"] == true || r.json["state"] == "outcome_unknown" {
+			return r
+		}
+		wait, err := strconv.Atoi(r.header.Get("Retry-After"))
+		if err != nil || wait < 1 {
+			c.t.Fatalf("a non-terminal representation without Retry-After: %v", r.header)
+		}
+		if time.Now().Add(time.Duration(wait) * time.Second).After(deadline) {
+			c.t.Fatalf("%s still %s after %v: %s", id, r.json["state"], within, r.body)
+		}
+		time.Sleep(time.Duration(wait) * time.Second)
+	}
+}
+
+// executions counts the executions named id across the stack's state machines.
+func executions(t testing.TB, id string) int {
+	t.Helper()
+	n := 0
+	for _, arn := range stack.StateMachines {
+		out, err := stack.StepFunctions.ListExecutions(context.Background(), &sfn.ListExecutionsInput{StateMachineArn: aws.String(arn)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range out.Executions {
+			if aws.ToString(ex.Name) == id {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func store() *dynamo.Store { return dynamo.New(stack.DynamoDB, stack.Table) }
