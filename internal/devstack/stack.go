@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -109,6 +110,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if opts.Tokens == nil {
 		opts.Tokens = apigateway.DefaultTokens()
+	}
+	if v, err := time.ParseDuration(os.Getenv("LONGRUN_LOCAL_POLL_INTERVAL")); err == nil && opts.PollInterval == 0 {
+		opts.PollInterval = v
 	}
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 100 * time.Millisecond

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -116,30 +117,50 @@ func (d *Dispatcher) fact(kind operation.Kind, execution string) operation.Fact 
 }
 
 // HandleStream processes a DynamoDB stream batch of accepted facts (the event source
-// mapping filters to those). Transient failures are reported per record so only they are
+// mapping filters to those). Operations are independent, so the batch's records are
+// dispatched concurrently. Transient failures are reported per record so only they are
 // retried; poison records go to the dead-letter queue and do not block the shard.
 func (d *Dispatcher) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	var resp events.DynamoDBEventResponse
-	for _, rec := range ev.Records {
+	failed := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	for i, rec := range ev.Records {
 		id, ok := d.Accepted(rec)
 		if !ok {
 			continue // not an accepted fact: nothing to dispatch
 		}
-		log := d.Log.With("operation_id", id, "sequence", rec.Change.SequenceNumber)
-		err := d.Dispatch(ctx, id)
-		switch {
-		case err == nil:
-			log.InfoContext(ctx, "dispatched")
-		case errors.Is(err, ErrPermanent) || problem.CodeOf(err) == problem.NotFound:
-			log.ErrorContext(ctx, "poison record", "error", err.Error())
-			if dlqErr := d.DeadLetters.Send(ctx, DeadLetter{OperationID: id, Reason: err.Error(), Source: "dispatcher"}); dlqErr != nil {
-				log.ErrorContext(ctx, "dead-letter queue", "error", dlqErr.Error())
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.Change.SequenceNumber})
-			}
-		default:
-			log.WarnContext(ctx, "dispatch failed; the record will be retried", "error", err.Error())
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: rec.Change.SequenceNumber})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			failed[i] = !d.handle(ctx, id, rec.Change.SequenceNumber)
+		}()
+	}
+	wg.Wait()
+	var resp events.DynamoDBEventResponse
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: ev.Records[i].Change.SequenceNumber})
 		}
 	}
 	return resp, nil
+}
+
+// handle dispatches one record's operation and reports whether the record is done with.
+func (d *Dispatcher) handle(ctx context.Context, id, sequence string) bool {
+	log := d.Log.With("operation_id", id, "sequence", sequence)
+	err := d.Dispatch(ctx, id)
+	switch {
+	case err == nil:
+		log.InfoContext(ctx, "dispatched")
+		return true
+	case errors.Is(err, ErrPermanent) || problem.CodeOf(err) == problem.NotFound:
+		log.ErrorContext(ctx, "poison record", "error", err.Error())
+		if dlqErr := d.DeadLetters.Send(ctx, DeadLetter{OperationID: id, Reason: err.Error(), Source: "dispatcher"}); dlqErr != nil {
+			log.ErrorContext(ctx, "dead-letter queue", "error", dlqErr.Error())
+			return false
+		}
+		return true
+	default:
+		log.WarnContext(ctx, "dispatch failed; the record will be retried", "error", err.Error())
+		return false
+	}
 }
