@@ -35,7 +35,8 @@ $(DDB_DIR)/DynamoDBLocal.jar: | tools-check
 
 # The whole local stack: the API on http://127.0.0.1:8080/v1, the AWS edge on :4566.
 run: deps ddb-install
-	$(GO) run ./cmd/longrun-local $(RUNFLAGS)
+	$(GO) build -o $(CACHE)/bin/longrun-local ./cmd/longrun-local
+	$(CACHE)/bin/longrun-local $(RUNFLAGS)
 
 # Serve DynamoDB Local in the foreground (Ctrl-C stops it).
 ddb-run: deps ddb-install

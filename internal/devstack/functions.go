@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -79,12 +80,19 @@ type process struct {
 	cmd     *exec.Cmd
 	stopped bool
 	done    chan struct{}
+	// warming hides output while the stack probes the process with empty events, whose
+	// rejections would only confuse the reader.
+	warming atomic.Bool
 }
 
 func (p *process) start() error {
 	p.done = make(chan struct{})
+	p.warming.Store(true)
 	return p.spawn()
 }
+
+// warm ends the quiet start.
+func (p *process) warm() { p.warming.Store(false) }
 
 func (p *process) spawn() error {
 	cmd := exec.Command(p.path)
@@ -98,7 +106,7 @@ func (p *process) spawn() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("devstack: start %s: %w", p.f.name, err)
 	}
-	go prefixLines(pr, p.out, p.f.name)
+	go prefixLines(pr, p.out, p.f.name, p.warming.Load)
 	p.mu.Lock()
 	p.cmd = cmd
 	p.mu.Unlock()
@@ -140,12 +148,15 @@ func (p *process) stop() {
 	}
 }
 
-// prefixLines copies a process's output line by line, each prefixed with its name.
-func prefixLines(r io.Reader, w io.Writer, name string) {
+// prefixLines copies a process's output line by line, each prefixed with its name, except
+// while quiet says so.
+func prefixLines(r io.Reader, w io.Writer, name string, quiet func() bool) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		fmt.Fprintf(w, "%s | %s\n", name, sc.Text())
+		if !quiet() {
+			fmt.Fprintf(w, "%s | %s\n", name, sc.Text())
+		}
 	}
 }
 

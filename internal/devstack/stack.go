@@ -241,6 +241,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		env = append(env, "LONGRUN_IDEMPOTENCY_WINDOW="+opts.Window.String())
 	}
 	inv := invoker{client: s.Lambda}
+	var procs []*process
 	for _, f := range fns {
 		fenv := append([]string{}, env...)
 		fenv[0] += f.name
@@ -248,6 +249,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if err := p.start(); err != nil {
 			return nil, err
 		}
+		procs = append(procs, p)
 		// Processes stop before kumo (closers run in reverse), so no invocation waits on a
 		// dead poller.
 		s.onClose(p.stop)
@@ -256,6 +258,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		if err := waitRegistered(ctx, inv, f.name); err != nil {
 			return nil, err
 		}
+	}
+	time.Sleep(100 * time.Millisecond) // let the probes' log lines drain before showing output
+	for _, p := range procs {
+		p.warm()
 	}
 
 	if !opts.NoStreamConsumers {
