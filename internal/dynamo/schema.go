@@ -19,7 +19,7 @@ func TableSpec(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{str(attrPK), str(attrSK), str(attrGSI1PK), str(attrGSI1SK)},
+		AttributeDefinitions: []types.AttributeDefinition{str(attrPK), str(attrSK), str(attrGSI1PK), str(attrGSI1SK), str(attrDueShard), str(attrDueAt)},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
@@ -31,6 +31,13 @@ func TableSpec(name string) *dynamodb.CreateTableInput {
 				{AttributeName: aws.String(attrGSI1SK), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		}, {
+			IndexName: aws.String(IndexDue),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrDueShard), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrDueAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
 	}

@@ -36,11 +36,13 @@ type Store struct {
 	// ConflictRetries bounds re-attempts of a transaction cancelled by TransactionConflict
 	// (concurrent transactions on the same item); after that the caller gets 503.
 	ConflictRetries int
+	// Leases decide when the reconciler next looks at an operation (the due index).
+	Leases operation.Leases
 }
 
 // New returns a Store with default settings.
 func New(client Client, table string) *Store {
-	return &Store{Client: client, Table: table, ConflictRetries: 3}
+	return &Store{Client: client, Table: table, ConflictRetries: 3, Leases: operation.DefaultLeases()}
 }
 
 // transaction item positions in Admit, used to read cancellation reasons.
@@ -59,6 +61,14 @@ func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Reco
 	adm := in.First.Admission
 	id := in.Record.OperationID
 	fact, err := factItem(id, in.First)
+	if err != nil {
+		return nil, err
+	}
+	first, err := operation.Fold(id, []operation.Fact{in.First})
+	if err != nil {
+		return nil, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+	}
+	meta, err := s.projection(first)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +91,7 @@ func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Reco
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		admitFact: {Put: &types.Put{TableName: &s.Table, Item: fact, ConditionExpression: aws.String("attribute_not_exists(pk)")}},
-		admitMeta: {Put: &types.Put{TableName: &s.Table, Item: metaItem(id, in.First, operation.Accepted),
+		admitMeta: {Put: &types.Put{TableName: &s.Table, Item: meta,
 			ConditionExpression: aws.String("attribute_not_exists(pk)")}},
 		admitLock: {Put: &types.Put{
 			TableName: &s.Table,
@@ -211,8 +221,9 @@ func (s *Store) Load(ctx context.Context, id string) (operation.Operation, error
 
 // Append appends facts after op's observed version, conditionally: each fact's slot must be
 // free and the projection must still be at op.Version, so of two writers that observed the
-// same version exactly one wins (the other gets operation.ErrConflict). The projection is written by the same fold. Facts get
-// their versions here; an illegal fact is rejected before any write.
+// same version exactly one wins (the other gets operation.ErrConflict). The projection is
+// written by the same fold. Facts get their versions here; an illegal fact is rejected
+// before any write.
 func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...operation.Fact) (operation.Operation, error) {
 	next := op
 	items := make([]types.TransactWriteItem, 0, len(facts)+1)
@@ -229,17 +240,11 @@ func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...ope
 		items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: &s.Table, Item: item,
 			ConditionExpression: aws.String("attribute_not_exists(pk)")}})
 	}
-	items = append(items, types.TransactWriteItem{Update: &types.Update{
-		TableName:                &s.Table,
-		Key:                      map[string]types.AttributeValue{attrPK: str(operationPK(op.ID)), attrSK: str(skMeta)},
-		UpdateExpression:         aws.String("SET #state = :state, version = :next, updated_at = :updated"),
-		ConditionExpression:      aws.String("version = :observed"),
-		ExpressionAttributeNames: map[string]string{"#state": "state"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":state": str(string(next.State)), ":next": num(int64(next.Version)),
-			":updated": str(operation.FormatTime(next.UpdatedAt)), ":observed": num(int64(op.Version)),
-		},
-	}})
+	update, err := s.projectionUpdate(next, op.Version)
+	if err != nil {
+		return op, err
+	}
+	items = append(items, types.TransactWriteItem{Update: update})
 	if next.State.Terminal() && !op.State.Terminal() {
 		items = append(items, s.release(op)...)
 	}
@@ -286,25 +291,6 @@ func factItem(id string, f operation.Fact) (map[string]types.AttributeValue, err
 		"at":      str(operation.FormatTime(f.At)),
 		"fact":    str(string(payload)),
 	}, nil
-}
-
-// metaItem is the projection written with the first fact; later facts update it in the
-// same transaction that appends them.
-func metaItem(id string, first operation.Fact, state operation.State) map[string]types.AttributeValue {
-	adm := first.Admission
-	at := operation.FormatTime(first.At)
-	return map[string]types.AttributeValue{
-		attrPK:       str(operationPK(id)),
-		attrSK:       str(skMeta),
-		attrGSI1PK:   str(scopeKey(adm.Tenant, adm.Principal)),
-		attrGSI1SK:   str(id),
-		"type":       str(adm.Type),
-		"target":     str(adm.Target),
-		"state":      str(string(state)),
-		"version":    num(int64(first.Version)),
-		"created_at": str(at),
-		"updated_at": str(at),
-	}
 }
 
 func decodeFact(item map[string]types.AttributeValue) (operation.Fact, error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/longrun-dev/longrun/internal/admission"
 	"github.com/longrun-dev/longrun/internal/dynamo"
@@ -166,5 +167,51 @@ func TestLoadMissingIsNotFound(t *testing.T) {
 	store, _, _ := newStore(t)
 	if _, err := store.Load(context.Background(), "op_nope"); problem.CodeOf(err) != problem.NotFound {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func meta(t *testing.T, client *dynamodb.Client, table, id string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "OP#" + id}, "sk": &types.AttributeValueMemberS{Value: "META"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
+
+// The projection is the same fold as a read, written in the transaction of each fact; it
+// carries a due time exactly while there is something to reconcile.
+func TestProjectionFollowsTheFold(t *testing.T) {
+	store, client, table := newStore(t)
+	ctx := context.Background()
+	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {
+		t.Fatal(err)
+	}
+	m := meta(t, client, table, "op_1")
+	due, ok := m["due_at"].(*types.AttributeValueMemberS)
+	if !ok || due.Value != operation.FormatTime(now.Add(operation.DefaultLeases().Dispatch)) || m["due_shard"] == nil {
+		t.Fatalf("accepted projection: %v", m)
+	}
+	op, _ := store.Load(ctx, "op_1")
+	op, err := store.Append(ctx, op,
+		operation.Fact{Kind: operation.KindDispatched, At: now, Source: operation.SourceDispatcher},
+		operation.Fact{Kind: operation.KindSucceeded, At: now.Add(time.Second), Source: operation.SourceExecutor, Result: json.RawMessage(`{"n":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = meta(t, client, table, "op_1")
+	if _, ok := m["due_at"]; ok || m["due_shard"] != nil {
+		t.Fatalf("a terminal operation is still due: %v", m)
+	}
+	var rep operation.Representation
+	if err := json.Unmarshal([]byte(m["rep"].(*types.AttributeValueMemberS).Value), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := op.Represent("")
+	got, _ := json.Marshal(rep)
+	exp, _ := json.Marshal(want)
+	if string(got) != string(exp) || m["state"].(*types.AttributeValueMemberS).Value != "succeeded" {
+		t.Fatalf("projection %s\nfold       %s", got, exp)
 	}
 }

@@ -302,3 +302,36 @@ func (o Operation) Represent(statusURL string) Representation {
 	}
 	return r
 }
+
+// Leases are how long an operation may stay in a non-terminal state before the reconciler
+// looks at it. They are policy, not truth: a look finds out what really happened.
+type Leases struct {
+	Dispatch time.Duration // accepted, not yet dispatched
+	Check    time.Duration // dispatched or running: how often to confirm the execution lives
+	Cancel   time.Duration // cancelling: how long the workflow has to stop by itself
+	Deadline time.Duration // since creation: running longer than this is stuck
+}
+
+// DefaultLeases are the production settings.
+func DefaultLeases() Leases {
+	return Leases{Dispatch: 30 * time.Second, Check: 2 * time.Minute, Cancel: 30 * time.Second, Deadline: time.Hour}
+}
+
+// DueAt is when the reconciler should next look at o; ok is false when there is nothing to
+// reconcile (terminal, or outcome_unknown, which waits for an operator).
+func (o Operation) DueAt(l Leases) (due time.Time, ok bool) {
+	switch o.State {
+	case Accepted:
+		return o.UpdatedAt.Add(l.Dispatch), true
+	case Dispatched, Running:
+		return o.UpdatedAt.Add(l.Check), true
+	case Cancelling:
+		return o.UpdatedAt.Add(l.Cancel), true
+	}
+	return time.Time{}, false
+}
+
+// PastDeadline reports whether o has been running for longer than the deadline allows.
+func (o Operation) PastDeadline(l Leases, now time.Time) bool {
+	return !o.State.Terminal() && now.Sub(o.CreatedAt) > l.Deadline
+}
