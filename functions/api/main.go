@@ -10,6 +10,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/config"
 	"github.com/longrun-dev/longrun/internal/httpapi"
 	"github.com/longrun-dev/longrun/internal/ids"
+	"github.com/longrun-dev/longrun/internal/intent"
 	"github.com/longrun-dev/longrun/internal/optype"
 )
 
@@ -20,6 +21,7 @@ func main() {
 		Admission: &admission.Service{Store: fn.Store, Registry: optype.Builtin(), Now: time.Now, NewID: gen.Operation,
 			Window: fn.Config.Window, Quota: fn.Config.Quota},
 		Operations:   fn.Store,
+		Intents:      &intent.Service{Store: fn.Store, Now: time.Now},
 		NewRequestID: gen.Request,
 		Log:          fn.Log,
 	}

@@ -27,6 +27,7 @@ import (
 type Caller struct {
 	Tenant    string `json:"tenant"`
 	Principal string `json:"principal"`
+	Role      string `json:"role,omitempty"` // "operator" may resolve unknown outcomes
 }
 
 // Tokens maps bearer tokens to callers.
@@ -34,7 +35,11 @@ type Tokens map[string]Caller
 
 // DefaultTokens are the contract's local tokens.
 func DefaultTokens() Tokens {
-	return Tokens{"alice-dev-token": {"acme", "alice"}, "bob-dev-token": {"globex", "bob"}}
+	return Tokens{
+		"alice-dev-token": {Tenant: "acme", Principal: "alice"},
+		"bob-dev-token":   {Tenant: "globex", Principal: "bob"},
+		"ops-dev-token":   {Tenant: "longrun", Principal: "ops", Role: "operator"},
+	}
 }
 
 // LoadTokens reads a JSON object of token → {tenant, principal}.
@@ -146,6 +151,9 @@ func (g *Gateway) event(r *http.Request, body []byte) events.APIGatewayProxyRequ
 	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		if c, known := g.Tokens[strings.TrimSpace(tok)]; known {
 			ev.RequestContext.Authorizer = map[string]any{"tenant": c.Tenant, "principal": c.Principal}
+			if c.Role != "" {
+				ev.RequestContext.Authorizer["role"] = c.Role
+			}
 		}
 	}
 	return ev

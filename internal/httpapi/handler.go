@@ -18,7 +18,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/longrun-dev/longrun/internal/admission"
+	"github.com/longrun-dev/longrun/internal/dynamo"
 	"github.com/longrun-dev/longrun/internal/ids"
+	"github.com/longrun-dev/longrun/internal/intent"
 	"github.com/longrun-dev/longrun/internal/operation"
 	"github.com/longrun-dev/longrun/internal/problem"
 )
@@ -28,15 +30,23 @@ type Admitter interface {
 	Admit(ctx context.Context, req admission.Request) (admission.Outcome, error)
 }
 
-// Operations reads an operation folded from its facts.
+// Operations reads operations: one folded from its facts, or a page of a caller's.
 type Operations interface {
 	Load(ctx context.Context, id string) (operation.Operation, error)
+	List(ctx context.Context, q dynamo.ListQuery) ([]operation.Representation, string, error)
+}
+
+// Intents records cancellation and operator resolutions.
+type Intents interface {
+	Cancel(ctx context.Context, id, actor string, visible intent.Visible, ifMatch []int) (operation.Operation, bool, error)
+	Resolve(ctx context.Context, id, operator string, r intent.Resolution) (operation.Operation, error)
 }
 
 // Handler serves the /v1 API.
 type Handler struct {
 	Admission    Admitter
 	Operations   Operations
+	Intents      Intents
 	NewRequestID func() string
 	Log          *slog.Logger
 }
@@ -90,12 +100,29 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 	if err != nil {
 		return response{}, "", err
 	}
-	switch {
-	case path == operationsPath && ev.HTTPMethod == http.MethodPost:
-		return h.admit(ctx, ev, scope)
-	case strings.HasPrefix(path, operationsPath+"/") && ev.HTTPMethod == http.MethodGet && !strings.Contains(path[len(operationsPath)+1:], "/"):
-		id := path[len(operationsPath)+1:]
-		resp, err := h.get(ctx, ev, scope, id)
+	if path == operationsPath {
+		switch ev.HTTPMethod {
+		case http.MethodPost:
+			return h.admit(ctx, ev, scope)
+		case http.MethodGet:
+			resp, err := h.list(ctx, ev, scope)
+			return resp, "", err
+		}
+	}
+	if rest, ok := strings.CutPrefix(path, operationsPath+"/"); ok {
+		id, action, _ := strings.Cut(rest, "/")
+		var resp response
+		var err error
+		switch {
+		case action == "" && ev.HTTPMethod == http.MethodGet:
+			resp, err = h.get(ctx, ev, scope, id)
+		case action == "cancel" && ev.HTTPMethod == http.MethodPost:
+			resp, err = h.cancel(ctx, ev, scope, id)
+		case action == "resolve" && ev.HTTPMethod == http.MethodPost:
+			resp, err = h.resolve(ctx, ev, scope, id)
+		default:
+			return response{}, "", problem.New(problem.NotFound, "No such route: %s %s.", ev.HTTPMethod, truncate(path, 128))
+		}
 		return resp, id, err
 	}
 	return response{}, "", problem.New(problem.NotFound, "No such route: %s %s.", ev.HTTPMethod, truncate(path, 128))
@@ -141,21 +168,27 @@ func (h *Handler) get(ctx context.Context, ev events.APIGatewayProxyRequest, sco
 // visible loads an operation the caller may see. Another scope's operation is answered
 // exactly like a missing one, so ids reveal nothing across tenants.
 func (h *Handler) visible(ctx context.Context, scope admission.Scope, id string) (operation.Operation, error) {
-	notFound := problem.New(problem.NotFound, "No such operation.")
 	if !ids.Valid("op_", id) {
-		return operation.Operation{}, notFound
+		return operation.Operation{}, errNotFound()
 	}
 	op, err := h.Operations.Load(ctx, id)
 	if problem.CodeOf(err) == problem.NotFound {
-		return op, notFound
+		return op, errNotFound()
 	}
 	if err != nil {
 		return op, err
 	}
-	if op.Tenant != scope.Tenant || op.Principal != scope.Principal {
-		return operation.Operation{}, notFound
+	if !owns(scope)(op) {
+		return operation.Operation{}, errNotFound()
 	}
 	return op, nil
+}
+
+func errNotFound() error { return problem.New(problem.NotFound, "No such operation.") }
+
+// owns is the visibility rule: an operation belongs to the scope that admitted it.
+func owns(scope admission.Scope) intent.Visible {
+	return func(op operation.Operation) bool { return op.Tenant == scope.Tenant && op.Principal == scope.Principal }
 }
 
 func representation(op operation.Operation, statusURL string) (response, error) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
 	"sort"
@@ -27,6 +28,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/dynamotest"
 	"github.com/longrun-dev/longrun/internal/httpapi"
 	"github.com/longrun-dev/longrun/internal/ids"
+	"github.com/longrun-dev/longrun/internal/intent"
 	"github.com/longrun-dev/longrun/internal/optype"
 )
 
@@ -82,7 +84,8 @@ func newEnv(t testing.TB, opts ...option) *env {
 	e.service = &admission.Service{Store: e.store, Registry: optype.Builtin(), Now: e.clock.Now, NewID: gen.Operation,
 		Window: 24 * time.Hour, Quota: admission.DefaultQuota}
 	e.handler = &httpapi.Handler{Admission: e.service, Operations: e.store, NewRequestID: gen.Request,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+		Intents: &intent.Service{Store: e.store, Now: e.clock.Now},
+		Log:     slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	for _, o := range opts {
 		o(e)
 	}
@@ -99,6 +102,7 @@ type req struct {
 	body         string
 	stagePrefix  string
 	header       map[string]string
+	query        map[string][]string
 	offSpec      bool // a route the API does not have: nothing in the spec to check against
 }
 
@@ -109,7 +113,8 @@ type res struct {
 	json   map[string]any
 }
 
-var callers = map[string][2]string{"alice": {"acme", "alice"}, "bob": {"globex", "bob"}, "carol": {"acme", "carol"}}
+var callers = map[string][3]string{"alice": {"acme", "alice"}, "bob": {"globex", "bob"}, "carol": {"acme", "carol"},
+	"ops": {"longrun", "ops", "operator"}}
 
 func (e *env) do(r req) res {
 	e.t.Helper()
@@ -128,6 +133,9 @@ func (e *env) do(r req) res {
 	ev.RequestContext.RequestID = "apigw-request-id-should-not-leak"
 	if c, ok := callers[r.caller]; ok {
 		ev.RequestContext.Authorizer = map[string]any{"tenant": c[0], "principal": c[1]}
+		if c[2] != "" {
+			ev.RequestContext.Authorizer["role"] = c[2]
+		}
 	}
 	set := func(k string, vs ...string) {
 		ev.Headers[k] = vs[len(vs)-1]
@@ -142,6 +150,10 @@ func (e *env) do(r req) res {
 	for k, v := range r.header {
 		set(k, v)
 	}
+	ev.QueryStringParameters, ev.MultiValueQueryStringParameters = map[string]string{}, r.query
+	for k, vs := range r.query {
+		ev.QueryStringParameters[k] = vs[len(vs)-1]
+	}
 	out, err := e.handler.Handle(context.Background(), ev)
 	if err != nil {
 		e.t.Fatalf("handler returned an error to Lambda: %v", err)
@@ -155,6 +167,7 @@ func (e *env) do(r req) res {
 
 	// Every response must match api/openapi.yaml and carry the contract's universal headers.
 	hr, _ := http.NewRequest(r.method, "http://127.0.0.1:8080"+r.path, strings.NewReader(r.body))
+	hr.URL.RawQuery = url.Values(r.query).Encode()
 	for k, v := range ev.Headers {
 		hr.Header.Set(k, v)
 	}
