@@ -15,6 +15,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/longrun-dev/longrun/internal/admission"
+	"github.com/longrun-dev/longrun/internal/operation"
 )
 
 // Config holds every function's settings.
@@ -27,6 +28,11 @@ type Config struct {
 	StateMachines map[string]string
 	// DeadLetterQueueURL receives poison records (LONGRUN_DEAD_LETTER_QUEUE_URL).
 	DeadLetterQueueURL string
+	// EventBus is the EventBridge bus the notifier publishes to (LONGRUN_EVENT_BUS).
+	EventBus string
+	// Leases are the reconciler's leases (LONGRUN_LEASE_DISPATCH, _CHECK, _CANCEL,
+	// _DEADLINE as durations); every writer stamps due times with them.
+	Leases operation.Leases
 }
 
 // FromEnv reads Config, applying the contract's defaults.
@@ -55,6 +61,20 @@ func FromEnv() (Config, error) {
 		}
 	}
 	c.DeadLetterQueueURL = os.Getenv("LONGRUN_DEAD_LETTER_QUEUE_URL")
+	c.EventBus = os.Getenv("LONGRUN_EVENT_BUS")
+	c.Leases = operation.DefaultLeases()
+	for name, d := range map[string]*time.Duration{
+		"LONGRUN_LEASE_DISPATCH": &c.Leases.Dispatch, "LONGRUN_LEASE_CHECK": &c.Leases.Check,
+		"LONGRUN_LEASE_CANCEL": &c.Leases.Cancel, "LONGRUN_LEASE_DEADLINE": &c.Leases.Deadline,
+	} {
+		if v := os.Getenv(name); v != "" {
+			parsed, err := time.ParseDuration(v)
+			if err != nil || parsed <= 0 {
+				return c, fmt.Errorf("config: %s=%q is not a positive duration", name, v)
+			}
+			*d = parsed
+		}
+	}
 	return c, nil
 }
 
@@ -64,7 +84,8 @@ func (c Config) Require(names ...string) error {
 	for _, n := range names {
 		switch {
 		case n == "LONGRUN_STATE_MACHINES" && len(c.StateMachines) == 0,
-			n == "LONGRUN_DEAD_LETTER_QUEUE_URL" && c.DeadLetterQueueURL == "":
+			n == "LONGRUN_DEAD_LETTER_QUEUE_URL" && c.DeadLetterQueueURL == "",
+			n == "LONGRUN_EVENT_BUS" && c.EventBus == "":
 			return fmt.Errorf("config: %s is required", n)
 		}
 	}

@@ -41,5 +41,7 @@ func MustFunction(required ...string) Function {
 		// warns on every conditional failure. Only the local stack sets this.
 		o.DisableValidateResponseChecksum = os.Getenv("LONGRUN_DYNAMODB_SKIP_CRC32") == "true"
 	})
-	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: dynamo.New(client, cfg.Table)}
+	store := dynamo.New(client, cfg.Table)
+	store.Leases = cfg.Leases
+	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store}
 }

@@ -1,6 +1,9 @@
 package dynamo
 
 import (
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -34,3 +37,63 @@ const AcceptedFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{
 
 // FactFilter matches every inserted fact (the notifier's mapping).
 const FactFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"sk":{"S":[{"prefix":"FACT#"}]}}}}`
+
+// ProjectionFilter matches inserts and updates of operations' projections: each is one
+// committed state change (the notifier's mapping).
+const ProjectionFilter = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{"sk":{"S":["META"]}}}}`
+
+// StateChange is one committed change of an operation's state, read from a projection's
+// stream record.
+type StateChange struct {
+	OperationID   string
+	Tenant        string
+	State         operation.State
+	PreviousState operation.State // "" for the first (accepted)
+	Version       int
+	Rep           operation.Representation
+}
+
+// ProjectionChange reads a projection stream record. ok is false for records that are not a
+// new version of a projection (the reconciler's bookkeeping updates keep the version).
+func ProjectionChange(rec events.DynamoDBEventRecord) (StateChange, bool, error) {
+	img, old := rec.Change.NewImage, rec.Change.OldImage
+	if img[attrSK].DataType() != events.DataTypeString || img[attrSK].String() != skMeta ||
+		(rec.EventName != "INSERT" && rec.EventName != "MODIFY") {
+		return StateChange{}, false, nil
+	}
+	version, err := imageInt(img, attrVersion)
+	if err != nil {
+		return StateChange{}, false, err
+	}
+	c := StateChange{Version: version, State: operation.State(imageString(img, attrState)), Tenant: imageString(img, attrTenant)}
+	c.OperationID, _ = strings.CutPrefix(imageString(img, attrPK), "OP#")
+	if old != nil {
+		if v, err := imageInt(old, attrVersion); err == nil && v == version {
+			return StateChange{}, false, nil
+		}
+		c.PreviousState = operation.State(imageString(old, attrState))
+	}
+	if err := json.Unmarshal([]byte(imageString(img, attrRep)), &c.Rep); err != nil {
+		return StateChange{}, false, fmt.Errorf("projection of %s: %w", c.OperationID, err)
+	}
+	return c, true, nil
+}
+
+func imageString(img map[string]events.DynamoDBAttributeValue, name string) string {
+	if v, ok := img[name]; ok && v.DataType() == events.DataTypeString {
+		return v.String()
+	}
+	return ""
+}
+
+func imageInt(img map[string]events.DynamoDBAttributeValue, name string) (int, error) {
+	v, ok := img[name]
+	if !ok || v.DataType() != events.DataTypeNumber {
+		return 0, fmt.Errorf("projection without %s", name)
+	}
+	n, err := strconv.Atoi(v.Number())
+	if err != nil {
+		return 0, fmt.Errorf("projection %s: %w", name, err)
+	}
+	return n, nil
+}

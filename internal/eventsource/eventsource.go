@@ -44,5 +44,21 @@ func Dispatcher() Mapping {
 	}
 }
 
+// Notifier publishes every committed state change: projection inserts and updates. It
+// handles its batch in order and stops at the first failure, so a small batch keeps a
+// failure's retry short.
+func Notifier() Mapping {
+	return Mapping{
+		Function:                "notifier",
+		Filter:                  dynamo.ProjectionFilter,
+		BatchSize:               25,
+		MaxBatchingWindow:       0,
+		MaxRetries:              10,
+		BisectOnError:           false, // bisecting would publish later versions before earlier ones
+		ReportBatchItemFailures: true,
+		StartingPosition:        "TRIM_HORIZON",
+	}
+}
+
 // Mappings lists every stream mapping.
-func Mappings() []Mapping { return []Mapping{Dispatcher()} }
+func Mappings() []Mapping { return []Mapping{Dispatcher(), Notifier()} }

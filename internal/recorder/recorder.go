@@ -19,6 +19,7 @@ import (
 // report under task, and a caught error under error.
 type Input struct {
 	OperationID string     `json:"operationId"`
+	Step        int        `json:"step"`
 	Task        *Task      `json:"task,omitempty"`
 	Error       *TaskError `json:"error,omitempty"`
 }

@@ -1,0 +1,120 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	lambdaevents "github.com/aws/aws-lambda-go/events"
+
+	"github.com/longrun-dev/longrun/internal/dynamo"
+	"github.com/longrun-dev/longrun/internal/eventfilter"
+	"github.com/longrun-dev/longrun/internal/eventsource"
+	"github.com/longrun-dev/longrun/internal/httpapi"
+	"github.com/longrun-dev/longrun/internal/notify"
+	"github.com/longrun-dev/longrun/internal/recorder"
+	"github.com/longrun-dev/longrun/internal/worker"
+)
+
+// strict decodes a sample into a function's input type, refusing unknown fields, so a
+// sample cannot drift from what the function reads.
+func strict(t *testing.T, name string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(Sample(name)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("sample %s: %v", name, err)
+	}
+}
+
+func TestSamplesAreWhatTheFunctionsRead(t *testing.T) {
+	var api lambdaevents.APIGatewayProxyRequest
+	strict(t, "api", &api)
+	if scope, err := httpapi.ScopeOf(api.RequestContext); err != nil || scope.Tenant != "acme" {
+		t.Fatalf("api sample: %v %v", scope, err)
+	}
+
+	var dispatcher lambdaevents.DynamoDBEvent
+	strict(t, "dispatcher", &dispatcher)
+	if id, ok := dynamo.AcceptedOperation(dispatcher.Records[0]); !ok || id != "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3" {
+		t.Fatalf("dispatcher sample: %q %v", id, ok)
+	}
+
+	var notifier lambdaevents.DynamoDBEvent
+	strict(t, "notifier", &notifier)
+	c, ok, err := dynamo.ProjectionChange(notifier.Records[0])
+	if err != nil || !ok || c.State != "succeeded" || c.PreviousState != "running" || c.Version != 4 {
+		t.Fatalf("notifier sample: %+v %v %v", c, ok, err)
+	}
+
+	for _, w := range []string{"worker-demo-task", "worker-export-orders"} {
+		var task worker.Task
+		strict(t, w, &task)
+		if task.OperationID == "" {
+			t.Fatalf("%s sample without operation", w)
+		}
+	}
+	var ok1, caught recorder.Input
+	strict(t, "recorder", &ok1)
+	strict(t, "recorder-caught-error", &caught)
+	if f, ok := recorder.Outcome(ok1); !ok || f.Kind != "succeeded" {
+		t.Fatalf("recorder sample: %+v", f)
+	}
+	if f, ok := recorder.Outcome(caught); !ok || f.Kind != "outcome_unknown" {
+		t.Fatalf("recorder caught-error sample: %+v", f)
+	}
+	var scheduled lambdaevents.EventBridgeEvent
+	strict(t, "reconciler", &scheduled)
+}
+
+// The stream samples pass their mapping's filter; the other mapping's filter rejects them.
+func TestStreamSamplesMatchTheirFilters(t *testing.T) {
+	for _, m := range eventsource.Mappings() {
+		p, err := eventfilter.Compile(m.Filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sample := range []string{"dispatcher", "notifier"} {
+			var ev struct{ Records []json.RawMessage }
+			if err := json.Unmarshal(Sample(sample), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := p.Match(ev.Records[0]), sample == m.Function; got != want {
+				t.Errorf("%s filter on the %s sample: %v", m.Function, sample, got)
+			}
+		}
+	}
+}
+
+func TestStateChangedSchema(t *testing.T) {
+	v, err := NewValidator(StateChangedSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Validate(Sample("operation-state-changed")); err != nil {
+		t.Fatalf("the sample event: %v", err)
+	}
+	// What the notifier builds from the notifier sample validates too.
+	var ev lambdaevents.DynamoDBEvent
+	_ = json.Unmarshal(Sample("notifier"), &ev)
+	c, _, _ := dynamo.ProjectionChange(ev.Records[0])
+	detail, _ := json.Marshal(notify.DetailOf(c))
+	event := []byte(`{"source":"longrun","detail-type":"Operation State Changed","detail":` + string(detail) + `}`)
+	if err := v.Validate(event); err != nil {
+		t.Fatalf("the notifier's detail: %v\n%s", err, event)
+	}
+	// And the schema can fail.
+	for _, bad := range []string{
+		strings.Replace(string(event), `"version":4`, `"version":0`, 1),
+		strings.Replace(string(event), `"state":"succeeded"`, `"state":"done"`, 1),
+		strings.Replace(string(event), `"previousState":"running"`, `"previousState":null`, 1),
+		strings.Replace(string(event), `"tenant":"acme",`, ``, 1),
+		strings.Replace(string(event), `"state":"succeeded"`, `"state":"failed"`, 1), // a result with failed
+		strings.Replace(string(event), `"source":"longrun"`, `"source":"other"`, 1),
+	} {
+		if v.Validate([]byte(bad)) == nil {
+			t.Errorf("accepted: %s", bad)
+		}
+	}
+}
