@@ -37,7 +37,8 @@ func TableSpec(name string) *dynamodb.CreateTableInput {
 				{AttributeName: aws.String(attrDueShard), KeyType: types.KeyTypeHash},
 				{AttributeName: aws.String(attrDueAt), KeyType: types.KeyTypeRange},
 			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude,
+				NonKeyAttributes: []string{attrVersion, attrAttempts}},
 		}},
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
 	}

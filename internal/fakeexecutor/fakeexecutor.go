@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/longrun-dev/longrun/internal/dispatch"
+	"github.com/longrun-dev/longrun/internal/reconcile"
 )
 
 // Execution is one started execution.
@@ -18,6 +19,9 @@ type Execution struct {
 	Input               []byte
 	Stopped             bool
 	Cause               string
+	// Status and Output are what Describe reports; a new execution is RUNNING.
+	Status reconcile.Status
+	Output []byte
 }
 
 // Executor records executions. The zero value is ready to use.
@@ -53,7 +57,7 @@ func (e *Executor) Start(_ context.Context, workflow, name string, input []byte)
 		e.mu.Unlock()
 		return ex.Ref, dispatch.ErrAlreadyStarted
 	}
-	ex := &Execution{Workflow: workflow, Name: name, Ref: Ref(workflow, name), Input: input}
+	ex := &Execution{Workflow: workflow, Name: name, Ref: Ref(workflow, name), Input: input, Status: reconcile.Running}
 	e.executions[name] = ex
 	e.mu.Unlock()
 	if e.AfterStart != nil {
@@ -70,9 +74,32 @@ func (e *Executor) Stop(_ context.Context, ref, cause string) error {
 	for _, ex := range e.executions {
 		if ex.Ref == ref {
 			ex.Stopped, ex.Cause = true, cause
+			if ex.Status == reconcile.Running {
+				ex.Status = reconcile.Aborted
+			}
 		}
 	}
 	return nil
+}
+
+// Describe reports an execution by name (MISSING when there is none).
+func (e *Executor) Describe(_ context.Context, _, name string) (reconcile.Execution, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ex, ok := e.executions[name]
+	if !ok {
+		return reconcile.Execution{Status: reconcile.Missing}, nil
+	}
+	return reconcile.Execution{Ref: ex.Ref, Status: ex.Status, Output: ex.Output}, nil
+}
+
+// Finish sets what Describe will report for an execution, as if it had ended.
+func (e *Executor) Finish(name string, status reconcile.Status, output []byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ex, ok := e.executions[name]; ok {
+		ex.Status, ex.Output = status, output
+	}
 }
 
 // Executions returns the executions by name.

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/longrun-dev/longrun/internal/dispatch"
+	"github.com/longrun-dev/longrun/internal/reconcile"
 )
 
 // Client is the part of the Step Functions API the adapter uses.
@@ -83,4 +84,26 @@ func permanent(err error) bool {
 	)
 	return errors.As(err, &missing) || errors.As(err, &deleting) || errors.As(err, &arn) ||
 		errors.As(err, &input) || errors.As(err, &name)
+}
+
+// Describe reports the execution called name on workflow's state machine.
+func (e *Executor) Describe(ctx context.Context, workflow, name string) (reconcile.Execution, error) {
+	machine, ok := e.StateMachines[workflow]
+	if !ok {
+		return reconcile.Execution{}, fmt.Errorf("%w: no state machine configured for workflow %q", dispatch.ErrPermanent, workflow)
+	}
+	ref := ExecutionARN(machine, name)
+	out, err := e.Client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(ref)})
+	var missing *types.ExecutionDoesNotExist
+	switch {
+	case errors.As(err, &missing):
+		return reconcile.Execution{Ref: ref, Status: reconcile.Missing}, nil
+	case err != nil:
+		return reconcile.Execution{}, fmt.Errorf("describe execution: %w", err)
+	}
+	status := reconcile.Status(out.Status)
+	if out.Status == types.ExecutionStatusPendingRedrive {
+		status = reconcile.Failed
+	}
+	return reconcile.Execution{Ref: ref, Status: status, Output: []byte(aws.ToString(out.Output))}, nil
 }
