@@ -37,6 +37,11 @@ func main() {
 	if *quiet {
 		opts.Output = nil
 	}
+	out, err := quietStdout()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -46,21 +51,45 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("\nlongrun local stack is up (%.1fs)\n", time.Since(started).Seconds())
-	fmt.Printf("  API        %s/v1\n", stack.APIURL)
-	fmt.Printf("  AWS edge   %s   (DynamoDB Local, Lambda, Step Functions, SQS)\n", stack.EdgeURL)
-	fmt.Printf("  table      %s\n", stack.Table)
+	fmt.Fprintf(out, "\nlongrun local stack is up (%.1fs)\n", time.Since(started).Seconds())
+	fmt.Fprintf(out, "  API        %s/v1\n", stack.APIURL)
+	fmt.Fprintf(out, "  AWS edge   %s   (DynamoDB Local, Lambda, Step Functions, SQS, EventBridge)\n", stack.EdgeURL)
+	fmt.Fprintf(out, "  table      %s\n", stack.Table)
 	var toks []string
 	for t := range tokens {
 		toks = append(toks, t)
 	}
 	sort.Strings(toks)
 	for _, t := range toks {
-		fmt.Printf("  token      Authorization: Bearer %s   (tenant %s, principal %s)\n", t, tokens[t].Tenant, tokens[t].Principal)
+		role := ""
+		if tokens[t].Role != "" {
+			role = ", " + tokens[t].Role
+		}
+		fmt.Fprintf(out, "  token      Authorization: Bearer %s   (tenant %s, principal %s%s)\n", t, tokens[t].Tenant, tokens[t].Principal, role)
 	}
-	fmt.Printf("Ctrl-C stops it.\n\n")
 
+	fmt.Fprintf(out, "  events     %s   (an SQS queue with every event published on the bus)\n", stack.EventsQueueURL)
+	fmt.Fprintf(out, "Ctrl-C stops it.\n\n")
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	stack.Close()
+}
+
+// quietStdout points file descriptor 1 at /dev/null and returns the real standard output.
+// kumo logs every EventBridge delivery to the stdout it captured when it initialised; this
+// keeps the terminal for what the stack itself says.
+func quietStdout() (*os.File, error) {
+	saved, err := syscall.Dup(1)
+	if err != nil {
+		return nil, fmt.Errorf("keep stdout: %w", err)
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer null.Close()
+	if err := syscall.Dup3(int(null.Fd()), 1, 0); err != nil {
+		return nil, fmt.Errorf("quiet stdout: %w", err)
+	}
+	return os.NewFile(uintptr(saved), "stdout"), nil
 }

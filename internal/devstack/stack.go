@@ -25,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -34,6 +36,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/ddblocal"
 	"github.com/longrun-dev/longrun/internal/dynamo"
 	"github.com/longrun-dev/longrun/internal/eventsource"
+	"github.com/longrun-dev/longrun/internal/operation"
 	"github.com/longrun-dev/longrun/internal/optype"
 	"github.com/longrun-dev/longrun/internal/streampoller"
 	"github.com/longrun-dev/longrun/internal/workflow"
@@ -44,9 +47,11 @@ import (
 const EdgeAddr = "127.0.0.1:4566"
 
 const (
-	region    = "us-east-1"
-	tableName = "longrun-local"
-	dlqName   = "longrun-dispatcher-dlq"
+	region      = "us-east-1"
+	tableName   = "longrun-local"
+	dlqName     = "longrun-dispatcher-dlq"
+	busName     = "longrun-local"
+	eventsQueue = "longrun-events"
 )
 
 // Options configure the stack.
@@ -63,6 +68,11 @@ type Options struct {
 	Output            io.Writer     // function and emulator logs; default io.Discard
 	Log               *slog.Logger  // the stack's own log; default discards
 	Window            time.Duration // LONGRUN_IDEMPOTENCY_WINDOW; 0 means the default
+	// Leases for the reconciler (LONGRUN_LEASE_*); nil means the production defaults.
+	Leases *operation.Leases
+	// ReconcileEvery is the reconciler's schedule (on AWS an EventBridge rule, at least a
+	// minute). Default 10 s.
+	ReconcileEvery time.Duration
 }
 
 // Stack is a running local stack.
@@ -73,28 +83,46 @@ type Stack struct {
 	StreamARN          string
 	StateMachines      map[string]string // workflow name → ARN
 	DeadLetterQueueURL string
+	EventBus           string
+	// EventsQueueURL receives every event on the bus (an EventBridge rule on source
+	// "longrun" targets it), for tests and curious developers.
+	EventsQueueURL string
 
 	DynamoDB      *dynamodb.Client
+	EventBridge   *eventbridge.Client
 	StepFunctions *sfn.Client
 	SQS           *sqs.Client
 	Lambda        *lambda.Client
 
 	closers []func()
 	mu      sync.Mutex
-	paused  atomic.Bool
+	paused  map[string]*atomic.Bool // stream consumer (function) or "reconciler" → held
 }
 
-// PauseStreams holds the stream consumers: records wait in the stream until ResumeStreams,
-// as when an event source mapping is disabled. A batch already in flight completes.
-func (s *Stack) PauseStreams() { s.paused.Store(true) }
+// Pause holds background consumers by function name ("dispatcher", "notifier",
+// "reconciler"); none named means all. Stream records wait in the stream until Resume, as
+// when an event source mapping is disabled; a batch already in flight completes.
+func (s *Stack) Pause(names ...string) { s.setPaused(true, names) }
 
-// ResumeStreams lets the stream consumers deliver again, starting with what waited.
-func (s *Stack) ResumeStreams() { s.paused.Store(false) }
+// Resume lets paused consumers deliver again, starting with what waited.
+func (s *Stack) Resume(names ...string) { s.setPaused(false, names) }
+
+func (s *Stack) setPaused(v bool, names []string) {
+	if len(names) == 0 {
+		for _, p := range s.paused {
+			p.Store(v)
+		}
+		return
+	}
+	for _, n := range names {
+		s.paused[n].Store(v)
+	}
+}
 
 // functions lists the stack's functions with their local concurrency (invocations one
 // process serves at once) and timeout.
 func functions() []function {
-	fs := []function{{"api", 16, 30}, {"dispatcher", 4, 60}, {"recorder", 16, 60}}
+	fs := []function{{"api", 16, 30}, {"dispatcher", 4, 60}, {"notifier", 2, 60}, {"recorder", 16, 60}, {"reconciler", 1, 60}}
 	for _, name := range optype.Builtin().Names() {
 		typ, _ := optype.Builtin().Lookup(name)
 		fs = append(fs, function{workflow.FunctionName(typ.Executor), 32, 60})
@@ -123,7 +151,14 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Stack{Table: tableName, StateMachines: map[string]string{}}
+	if opts.ReconcileEvery == 0 {
+		opts.ReconcileEvery = 10 * time.Second
+	}
+	s := &Stack{Table: tableName, StateMachines: map[string]string{}, EventBus: busName,
+		paused: map[string]*atomic.Bool{"reconciler": {}}}
+	for _, m := range eventsource.Mappings() {
+		s.paused[m.Function] = &atomic.Bool{}
+	}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -179,6 +214,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		BaseEndpoint: aws.String(s.EdgeURL)}
 	s.DynamoDB = dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 	s.StepFunctions = sfn.NewFromConfig(cfg)
+	s.EventBridge = eventbridge.NewFromConfig(cfg)
 	s.SQS = sqs.NewFromConfig(cfg)
 	s.Lambda = lambda.NewFromConfig(cfg)
 
@@ -196,6 +232,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	// kumo reports queue URLs on localhost:4566 whatever the endpoint; use the edge's.
 	s.DeadLetterQueueURL = strings.Replace(aws.ToString(q.QueueUrl), "http://localhost:4566", s.EdgeURL, 1)
+
+	if s.EventsQueueURL, err = s.events(ctx); err != nil {
+		return nil, err
+	}
 
 	arns := map[string]string{}
 	for _, f := range fns {
@@ -233,6 +273,11 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		"LONGRUN_TABLE=" + tableName,
 		"LONGRUN_STATE_MACHINES=" + string(machines),
 		"LONGRUN_DEAD_LETTER_QUEUE_URL=" + s.DeadLetterQueueURL,
+		"LONGRUN_EVENT_BUS=" + busName,
+	}
+	if l := opts.Leases; l != nil {
+		env = append(env, "LONGRUN_LEASE_DISPATCH="+l.Dispatch.String(), "LONGRUN_LEASE_CHECK="+l.Check.String(),
+			"LONGRUN_LEASE_CANCEL="+l.Cancel.String(), "LONGRUN_LEASE_DEADLINE="+l.Deadline.String())
 	}
 	if opts.Quota > 0 {
 		env = append(env, fmt.Sprintf("LONGRUN_QUOTA=%d", opts.Quota))
@@ -269,7 +314,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		var wg sync.WaitGroup
 		for _, m := range eventsource.Mappings() {
 			p := &streampoller.Poller{Endpoint: ddb.Endpoint, StreamARN: s.StreamARN, Mapping: m, Invoker: inv,
-				Interval: opts.PollInterval, Backoff: 200 * time.Millisecond, Log: opts.Log, Paused: s.paused.Load,
+				Interval: opts.PollInterval, Backoff: 200 * time.Millisecond, Log: opts.Log, Paused: s.paused[m.Function].Load,
 				OnFailure: func(ctx context.Context, body []byte) error {
 					_, err := s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.DeadLetterQueueURL), MessageBody: aws.String(string(body))})
 					return err
@@ -277,6 +322,8 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			wg.Add(1)
 			go func() { defer wg.Done(); _ = p.Run(pctx) }()
 		}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.schedule(pctx, inv, opts.ReconcileEvery, opts.Log) }()
 		s.onClose(func() { cancel(); wg.Wait() })
 	}
 
@@ -289,6 +336,49 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		_ = api.Shutdown(sctx)
 	})
 	return s, nil
+}
+
+// events creates the bus, and a queue that receives everything published on it.
+func (s *Stack) events(ctx context.Context) (string, error) {
+	if _, err := s.EventBridge.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(busName)}); err != nil {
+		return "", fmt.Errorf("devstack: create event bus: %w", err)
+	}
+	q, err := s.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(eventsQueue)})
+	if err != nil {
+		return "", fmt.Errorf("devstack: create events queue: %w", err)
+	}
+	if _, err := s.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("longrun-to-queue"),
+		EventBusName: aws.String(busName), EventPattern: aws.String(`{"source":["longrun"]}`)}); err != nil {
+		return "", fmt.Errorf("devstack: put rule: %w", err)
+	}
+	if _, err := s.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("longrun-to-queue"),
+		EventBusName: aws.String(busName),
+		Targets:      []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String("arn:aws:sqs:" + region + ":000000000000:" + eventsQueue)}},
+	}); err != nil {
+		return "", fmt.Errorf("devstack: put targets: %w", err)
+	}
+	return strings.Replace(aws.ToString(q.QueueUrl), "http://localhost:4566", s.EdgeURL, 1), nil
+}
+
+// schedule invokes the reconciler every interval, as an EventBridge schedule does on AWS.
+func (s *Stack) schedule(ctx context.Context, inv invoker, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if s.paused["reconciler"].Load() {
+			continue
+		}
+		payload := fmt.Sprintf(`{"version":"0","id":"local","detail-type":"Scheduled Event","source":"aws.events","time":%q,"region":%q,"detail":{}}`,
+			time.Now().UTC().Format(time.RFC3339), region)
+		if _, fnErr, err := inv.Invoke(ctx, "reconciler", []byte(payload)); (err != nil || fnErr != "") && ctx.Err() == nil {
+			log.Warn("reconciler run failed", "function_error", fnErr, "error", fmt.Sprint(err))
+		}
+	}
 }
 
 // edgeRouter sends DynamoDB and DynamoDB Streams calls to DynamoDB Local and everything else

@@ -58,7 +58,7 @@ func BenchmarkDispatchThroughput(b *testing.B) {
 	const batch = 100
 	var rates []float64
 	for i := 0; i < b.N; i++ {
-		stack.PauseStreams()
+		stack.Pause("dispatcher", "reconciler")
 		time.Sleep(300 * time.Millisecond)
 		ids := make([]string, batch)
 		var wg sync.WaitGroup
@@ -71,7 +71,7 @@ func BenchmarkDispatchThroughput(b *testing.B) {
 		}
 		wg.Wait()
 		start := time.Now()
-		stack.ResumeStreams()
+		stack.Resume("dispatcher", "reconciler")
 		for _, id := range ids {
 			for {
 				op, err := store().Load(context.Background(), id)

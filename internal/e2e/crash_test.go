@@ -58,8 +58,8 @@ func realExecutor() *stepfunctions.Executor {
 // paused runs f with the stack's stream consumers held, then lets them deliver what waited.
 func paused(t *testing.T, f func()) {
 	t.Helper()
-	stack.PauseStreams()
-	defer stack.ResumeStreams()
+	stack.Pause()
+	defer stack.Resume()
 	time.Sleep(300 * time.Millisecond) // let a batch already in flight finish
 	f()
 }

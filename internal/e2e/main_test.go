@@ -25,9 +25,13 @@ import (
 	"github.com/longrun-dev/longrun/internal/ddblocal"
 	"github.com/longrun-dev/longrun/internal/devstack"
 	"github.com/longrun-dev/longrun/internal/dynamo"
+	"github.com/longrun-dev/longrun/internal/operation"
 )
 
 var stack *devstack.Stack
+
+// testLeases are short, so the reconciler acts within a test's patience.
+var testLeases = operation.Leases{Dispatch: 2 * time.Second, Check: 3 * time.Second, Cancel: 3 * time.Second, Deadline: 2 * time.Minute}
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
@@ -47,7 +51,8 @@ func run(m *testing.M) int {
 	defer logFile.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	stack, err = devstack.Start(ctx, devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile})
+	stack, err = devstack.Start(ctx, devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases,
+		ReconcileEvery: 500 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start the local stack:", err)
 		return 2
