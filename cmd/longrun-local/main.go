@@ -37,11 +37,15 @@ func main() {
 	if *quiet {
 		opts.Output = nil
 	}
-	out, err := quietStdout()
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err == nil {
+		err = devstack.DivertEmulatorStdout(null)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	out := os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -73,23 +77,4 @@ func main() {
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	stack.Close()
-}
-
-// quietStdout points file descriptor 1 at /dev/null and returns the real standard output.
-// kumo logs every EventBridge delivery to the stdout it captured when it initialised; this
-// keeps the terminal for what the stack itself says.
-func quietStdout() (*os.File, error) {
-	saved, err := syscall.Dup(1)
-	if err != nil {
-		return nil, fmt.Errorf("keep stdout: %w", err)
-	}
-	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer null.Close()
-	if err := syscall.Dup3(int(null.Fd()), 1, 0); err != nil {
-		return nil, fmt.Errorf("quiet stdout: %w", err)
-	}
-	return os.NewFile(uintptr(saved), "stdout"), nil
 }

@@ -194,3 +194,18 @@ func waitRegistered(ctx context.Context, inv invoker, fn string) error {
 		}
 	}
 }
+
+// DivertEmulatorStdout sends what kumo writes to standard output to w instead, and keeps
+// os.Stdout for the program: kumo logs every EventBridge delivery to the stdout it captured
+// when it initialised, which would drown a terminal or a test report.
+func DivertEmulatorStdout(w *os.File) error {
+	saved, err := syscall.Dup(1)
+	if err != nil {
+		return fmt.Errorf("devstack: keep stdout: %w", err)
+	}
+	if err := syscall.Dup3(int(w.Fd()), 1, 0); err != nil {
+		return fmt.Errorf("devstack: divert stdout: %w", err)
+	}
+	os.Stdout = os.NewFile(uintptr(saved), "/dev/stdout")
+	return nil
+}

@@ -5,6 +5,7 @@
 package devstack
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -96,7 +97,10 @@ type Stack struct {
 
 	closers []func()
 	mu      sync.Mutex
-	paused  map[string]*atomic.Bool // stream consumer (function) or "reconciler" → held
+
+	tapMu     sync.Mutex
+	published [][]byte                // event details in the order PutEvents carried them
+	paused    map[string]*atomic.Bool // stream consumer (function) or "reconciler" → held
 }
 
 // Pause holds background consumers by function name ("dispatcher", "notifier",
@@ -204,7 +208,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	// API is used, so a kumo upgrade cannot break the embedding.
 	ks := kumo.NewServer()
 	s.onClose(ks.Close)
-	edge := &http.Server{Handler: edgeRouter(ddb.Endpoint, ks.URL), ReadHeaderTimeout: 10 * time.Second,
+	edge := &http.Server{Handler: edgeRouter(ddb.Endpoint, ks.URL, s.tap), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = edge.Serve(edgeLn) }()
 	// Close, not Shutdown: Runtime API long polls never go idle.
@@ -381,10 +385,32 @@ func (s *Stack) schedule(ctx context.Context, inv invoker, every time.Duration, 
 	}
 }
 
+// Published returns the details of every event put on the bus, in the order the PutEvents
+// calls carried them. Delivery to targets is asynchronous (on AWS as in kumo) and may
+// reorder; this is the order longrun published in.
+func (s *Stack) Published() [][]byte {
+	s.tapMu.Lock()
+	defer s.tapMu.Unlock()
+	return append([][]byte(nil), s.published...)
+}
+
+// tap records PutEvents entries as they pass the edge, like an audit trail would.
+func (s *Stack) tap(body []byte) {
+	var in struct{ Entries []struct{ Detail string } }
+	if json.Unmarshal(body, &in) != nil {
+		return
+	}
+	s.tapMu.Lock()
+	defer s.tapMu.Unlock()
+	for _, e := range in.Entries {
+		s.published = append(s.published, []byte(e.Detail))
+	}
+}
+
 // edgeRouter sends DynamoDB and DynamoDB Streams calls to DynamoDB Local and everything else
 // to kumo, keeping Host and Authorization (kumo routes Lambda calls by the signature's
-// credential scope).
-func edgeRouter(dynamoURL, kumoURL string) http.Handler {
+// credential scope). PutEvents bodies are shown to tap on the way.
+func edgeRouter(dynamoURL, kumoURL string, tap func(body []byte)) http.Handler {
 	proxy := func(target string) *httputil.ReverseProxy {
 		u, _ := url.Parse(target)
 		return &httputil.ReverseProxy{
@@ -400,6 +426,15 @@ func edgeRouter(dynamoURL, kumoURL string) http.Handler {
 		if strings.HasPrefix(target, "DynamoDB_20120810.") || strings.HasPrefix(target, "DynamoDBStreams_20120810.") {
 			ddb.ServeHTTP(w, r)
 			return
+		}
+		if target == "AWSEvents.PutEvents" {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			tap(body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		kumoProxy.ServeHTTP(w, r)
 	})

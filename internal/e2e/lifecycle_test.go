@@ -41,7 +41,7 @@ func TestUnknownOutcomeIsSaidOutLoud(t *testing.T) {
 	c := alice(t)
 	r := c.poll(c.admit(`{"type":"demo.task","input":{"target":"e2e-unknown","outcome":"unknown"}}`), 30*time.Second)
 	p, _ := r.json["problem"].(map[string]any)
-	if r.json["state"] != "outcome_unknown" || r.json["terminal"] != false || p["code"] != "outcome_unknown" || r.header.Get("Retry-After") == "" {
+	if r.json["state"] != "outcome_unknown" || r.json["terminal"] != false || p["code"] != "worker_error" || r.header.Get("Retry-After") == "" {
 		t.Fatalf("%s %v", r.body, r.header)
 	}
 }

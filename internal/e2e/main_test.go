@@ -49,6 +49,10 @@ func run(m *testing.M) int {
 		return 2
 	}
 	defer logFile.Close()
+	if err := devstack.DivertEmulatorStdout(logFile); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	stack, err = devstack.Start(ctx, devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases,
@@ -57,7 +61,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: start the local stack:", err)
 		return 2
 	}
+	collectCtx, stopCollecting := context.WithCancel(context.Background())
+	go bus.collect(collectCtx)
 	code := m.Run()
+	stopCollecting()
 	stack.Close()
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: the stack's function logs are in", logPath)
@@ -91,13 +98,19 @@ func (c client) do(method, path, key, body string) response {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
+	return c.send(req)
+}
+
+// send sends req as the client and checks that nothing provider-specific leaks.
+func (c client) send(req *http.Request) response {
+	c.t.Helper()
+	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
@@ -108,7 +121,7 @@ func (c client) do(method, path, key, body string) response {
 	_ = json.Unmarshal(data, &r.json)
 	for _, leak := range []string{"arn:aws", "000000000000", "123456789012", "execution:", "longrun-local", "dlq"} {
 		if bytes.Contains(data, []byte(leak)) || strings.Contains(fmt.Sprint(resp.Header), leak) {
-			c.t.Errorf("%s %s leaks %q: %s", method, path, leak, data)
+			c.t.Errorf("%s %s leaks %q: %s", req.Method, req.URL.Path, leak, data)
 		}
 	}
 	return r

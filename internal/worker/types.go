@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -12,6 +13,9 @@ import (
 	"github.com/longrun-dev/longrun/internal/operation"
 	"github.com/longrun-dev/longrun/internal/optype"
 )
+
+// ErrResultLost is how demo.task's "unknown" outcome fails its last step: after the effect.
+var ErrResultLost = errors.New("the connection dropped after the effect; the result is lost")
 
 // DemoTask is demo.task's work: `steps` steps of `sleepMs` each, then the asked-for outcome.
 type DemoTask struct{}
@@ -35,9 +39,9 @@ func (DemoTask) Step(ctx context.Context, op operation.Operation, step int) (Rep
 		rep.Outcome = operation.KindFailed
 		rep.Problem = operation.NewProblem("demo_failed", "Demo task failed", "The demo task was asked to fail.")
 	case "unknown":
-		rep.Outcome = operation.KindOutcomeUnknown
-		rep.Problem = operation.NewProblem("outcome_unknown", "Outcome unknown",
-			"The demo task's effect may have happened, but its result was lost.")
+		// The effect happened (the steps ran) and then the response is lost, as when a
+		// worker dies after acting: the invocation fails and nobody knows the outcome.
+		return Report{}, ErrResultLost
 	default:
 		rep.Outcome = operation.KindSucceeded
 		rep.Result, _ = json.Marshal(map[string]any{"target": in.Target, "steps": in.Steps})

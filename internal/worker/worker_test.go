@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -145,5 +146,18 @@ func TestExportOrdersIsDeterministic(t *testing.T) {
 	}
 	if err := json.Unmarshal(rep.Result, &res); err != nil || res.RowCount != rows || len(res.SHA256) != 64 {
 		t.Fatalf("result %s", rep.Result)
+	}
+}
+
+// demo.task's "unknown" acts and then loses its result: the last step fails after the effect.
+func TestDemoUnknownLosesTheResultAfterTheEffect(t *testing.T) {
+	f := newFixture(t)
+	id := f.accepted(`{"type":"demo.task","input":{"target":"u","steps":2,"outcome":"unknown"}}`)
+	r := &worker.Runner{Store: f.store, Work: worker.DemoTask{}, Now: time.Now}
+	if rep, err := r.Handle(context.Background(), worker.Task{OperationID: id, Step: 0}); err != nil || rep.Done {
+		t.Fatalf("first step: %+v %v", rep, err)
+	}
+	if _, err := r.Handle(context.Background(), worker.Task{OperationID: id, Step: 1}); !errors.Is(err, worker.ErrResultLost) {
+		t.Fatalf("last step: %v", err)
 	}
 }

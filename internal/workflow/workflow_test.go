@@ -47,3 +47,24 @@ func TestDefinition(t *testing.T) {
 		t.Fatal("a missing substitution must fail")
 	}
 }
+
+// A worker's failure must reach the recorder, never a retry: a retried step could act
+// twice. Only invocation failures where the function did not run are retried.
+func TestStepsAreNeverRetriedOnFunctionErrors(t *testing.T) {
+	var asl struct {
+		States map[string]struct {
+			Retry []struct{ ErrorEquals []string }
+		}
+	}
+	if err := json.Unmarshal([]byte(Template()), &asl); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range asl.States["Step"].Retry {
+		for _, e := range r.ErrorEquals {
+			switch e {
+			case "States.ALL", "States.TaskFailed", "Lambda.Unknown", "States.Timeout":
+				t.Errorf("the Step task retries %s", e)
+			}
+		}
+	}
+}

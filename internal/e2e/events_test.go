@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/longrun-dev/longrun/events"
+)
+
+// published collects every event the bus delivered to the stack's events queue, so tests
+// can look up their operations' events without taking each other's messages.
+type published struct {
+	mu  sync.Mutex
+	raw [][]byte
+}
+
+var bus = &published{}
+
+func (p *published) collect(ctx context.Context) {
+	for ctx.Err() == nil {
+		out, err := stack.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(stack.EventsQueueURL),
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for _, m := range out.Messages {
+			p.mu.Lock()
+			p.raw = append(p.raw, []byte(aws.ToString(m.Body)))
+			p.mu.Unlock()
+			_, _ = stack.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(stack.EventsQueueURL), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+type event struct {
+	raw    []byte
+	Detail struct {
+		OperationID   string  `json:"operationId"`
+		State         string  `json:"state"`
+		PreviousState *string `json:"previousState"`
+		Version       int     `json:"version"`
+	} `json:"detail"`
+}
+
+// of returns the events of one operation, in delivery order.
+func (p *published) of(id string) []event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []event
+	for _, raw := range p.raw {
+		var e event
+		if json.Unmarshal(raw, &e) == nil && e.Detail.OperationID == id {
+			e.raw = raw
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitVersion waits until an event of version v for id has arrived.
+func (p *published) waitVersion(t *testing.T, id string, v int, within time.Duration) []event {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		evs := p.of(id)
+		for _, e := range evs {
+			if e.Detail.Version == v {
+				return evs
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no event of version %d for %s within %v; got %d events", v, id, within, len(p.of(id)))
+	return nil
+}
+
+// checkEvents asserts what subscribers are promised. Every delivered event validates against
+// the published schema and every version from 1 to final is delivered at least once. The
+// notifier published them in version order; delivery through EventBridge may reorder (on AWS
+// too), which is why subscribers deduplicate and order by version.
+func checkEvents(t *testing.T, id string, final int, finalState string) {
+	t.Helper()
+	v, err := events.NewValidator(events.StateChangedSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := bus.waitVersion(t, id, final, 20*time.Second)
+	seen := map[int]bool{}
+	for _, e := range evs {
+		if err := v.Validate(e.raw); err != nil {
+			t.Errorf("event does not match its schema: %v\n%s", err, e.raw)
+		}
+		seen[e.Detail.Version] = true
+		if e.Detail.Version == final && e.Detail.State != finalState {
+			t.Errorf("version %d says %s, want %s", final, e.Detail.State, finalState)
+		}
+	}
+	for i := 1; i <= final; i++ {
+		if !seen[i] {
+			t.Errorf("no event for version %d of %s", i, id)
+		}
+	}
+	last, first := 0, map[int]bool{}
+	for _, raw := range stack.Published() {
+		var d struct {
+			OperationID string `json:"operationId"`
+			Version     int    `json:"version"`
+		}
+		if json.Unmarshal(raw, &d) != nil || d.OperationID != id || first[d.Version] {
+			continue // a repeat (at least once) says nothing about order
+		}
+		first[d.Version] = true
+		if d.Version < last {
+			t.Errorf("published version %d after version %d", d.Version, last)
+		}
+		last = max(last, d.Version)
+	}
+	if last != final {
+		t.Errorf("published up to version %d, want %d", last, final)
+	}
+}

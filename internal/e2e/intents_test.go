@@ -1,0 +1,329 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/longrun-dev/longrun/internal/operation"
+)
+
+// waitState polls (quickly: this is a test watching a transition) until id is in state.
+func (c client) waitState(id, state string, within time.Duration) response {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		r := c.do(http.MethodGet, "/v1/operations/"+id, "", "")
+		if r.json["state"] == state {
+			return r
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s is %s, not %s, after %v: %s", id, r.json["state"], state, within, r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c client) cancel(id string, ifMatch string) response {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, stack.APIURL+"/v1/operations/"+id+"/cancel", nil)
+	if ifMatch != "" {
+		req.Header.Set("If-Match", ifMatch)
+	}
+	return c.send(req)
+}
+
+func executionOutput(t *testing.T, id string) (sfntypes.ExecutionStatus, string) {
+	t.Helper()
+	out, err := stack.StepFunctions.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{
+		ExecutionArn: aws.String(strings.Replace(stack.StateMachines["demo-task"], ":stateMachine:", ":execution:", 1) + ":" + id)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Status, aws.ToString(out.Output)
+}
+
+// Cancel during a run: the workflow stops at the worker's next intent check, records
+// canceled itself, and the remaining steps never run.
+func TestCancelDuringARun(t *testing.T) {
+	c := alice(t)
+	id := c.admit(`{"type":"demo.task","input":{"target":"cancel-run","steps":10,"sleepMs":400}}`)
+	c.waitState(id, "running", 10*time.Second)
+	start := time.Now()
+	r := c.cancel(id, "")
+	if r.status != http.StatusAccepted || r.json["state"] != "cancelling" || r.json["cancelRequested"] != true {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	done := c.poll(id, 20*time.Second)
+	if done.json["state"] != "canceled" || time.Since(start) > 3*time.Second {
+		t.Fatalf("after %v: %s", time.Since(start), done.body)
+	}
+	status, output := executionOutput(t, id)
+	var state struct {
+		Task struct{ Report struct{ Step int } }
+	}
+	_ = json.Unmarshal([]byte(output), &state)
+	if status != sfntypes.ExecutionStatusSucceeded || state.Task.Report.Step >= 9 {
+		t.Fatalf("execution %s stopped at step %d: %s", status, state.Task.Report.Step, output)
+	}
+	// A late success for it (a retried recorder, a stale worker) changes nothing.
+	payload := fmt.Sprintf(`{"operationId":%q,"task":{"report":{"done":true,"outcome":"succeeded","result":{}}}}`, id)
+	if _, err := stack.Lambda.Invoke(context.Background(), invokeInput("recorder", []byte(payload))); err != nil {
+		t.Fatal(err)
+	}
+	if g := c.do(http.MethodGet, "/v1/operations/"+id, "", ""); g.json["state"] != "canceled" || g.json["version"] != done.json["version"] {
+		t.Fatalf("a late result moved a canceled operation: %s", g.body)
+	}
+	checkEvents(t, id, int(done.json["version"].(float64)), "canceled")
+}
+
+func TestCancelBeforeDispatchThroughTheAPI(t *testing.T) {
+	c := alice(t)
+	var id string
+	paused(t, func() {
+		id = c.admit(`{"type":"demo.task","input":{"target":"cancel-early"}}`)
+		r := c.cancel(id, `"1"`)
+		if r.status != http.StatusAccepted || r.json["state"] != "canceled" {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	})
+	time.Sleep(time.Second) // the dispatcher gets the record now, and must start nothing
+	if n := executions(t, id); n != 0 {
+		t.Fatalf("%d executions", n)
+	}
+	if r := c.cancel(id, ""); r.status != http.StatusOK || r.json["state"] != "canceled" {
+		t.Fatalf("repeat: %d %s", r.status, r.body)
+	}
+}
+
+// Cancellation arrives between StartExecution and the dispatched fact: one consistent end,
+// canceled, and the only execution is stopped.
+func TestCancelRacingDispatch(t *testing.T) {
+	c := alice(t)
+	var id string
+	paused(t, func() {
+		id = c.admit(`{"type":"demo.task","input":{"target":"cancel-race","steps":5,"sleepMs":300}}`)
+		exec := crashingExecutor{Executor: realExecutor()}
+		d := dispatcher(hookExecutor{crashingExecutor: exec, after: func() {
+			if r := c.cancel(id, ""); r.status != http.StatusAccepted {
+				t.Errorf("cancel: %d %s", r.status, r.body)
+			}
+		}})
+		if err := d.Dispatch(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	})
+	r := c.poll(id, 20*time.Second)
+	if r.json["state"] != "canceled" || executions(t, id) != 1 {
+		t.Fatalf("%s, %d executions", r.body, executions(t, id))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, _ := executionOutput(t, id)
+		if status != sfntypes.ExecutionStatusRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the execution is still running after cancellation")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if g := c.do(http.MethodGet, "/v1/operations/"+id, "", ""); g.json["state"] != "canceled" {
+		t.Fatalf("moved after cancel: %s", g.body)
+	}
+}
+
+type hookExecutor struct {
+	crashingExecutor
+	after func()
+}
+
+func (h hookExecutor) Start(ctx context.Context, workflow, name string, input []byte) (string, error) {
+	ref, err := h.crashingExecutor.Start(ctx, workflow, name, input)
+	h.after()
+	return ref, err
+}
+
+func TestCancelAfterSuccessAndStaleIfMatch(t *testing.T) {
+	c := alice(t)
+	id := c.admit(`{"type":"demo.task","input":{"target":"cancel-late"}}`)
+	done := c.poll(id, 20*time.Second)
+	r := c.cancel(id, "")
+	if r.status != http.StatusConflict || r.json["code"] != "already_terminal" {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	other := c.admit(`{"type":"demo.task","input":{"target":"cancel-stale","steps":5,"sleepMs":300}}`)
+	c.waitState(other, "running", 10*time.Second)
+	if r := c.cancel(other, `"1"`); r.status != http.StatusPreconditionFailed || r.json["code"] != "version_mismatch" {
+		t.Fatalf("stale If-Match: %d %s", r.status, r.body)
+	}
+	_ = done
+}
+
+// The worker acts and then its result is lost: outcome_unknown, said out loud, not retried;
+// an operator settles it, and a normal caller may not.
+func TestUnknownOutcomeAndRepair(t *testing.T) {
+	c := alice(t)
+	id := c.admit(`{"type":"demo.task","input":{"target":"repair","steps":2,"outcome":"unknown"}}`)
+	r := c.poll(id, 20*time.Second)
+	p, _ := r.json["problem"].(map[string]any)
+	if r.json["state"] != "outcome_unknown" || p["code"] != "worker_error" {
+		t.Fatalf("%s", r.body)
+	}
+	time.Sleep(4 * time.Second) // past the reconciler's check lease: it must not retry either
+	facts, err := store().Facts(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := 0
+	for _, f := range facts {
+		if f.Kind == operation.KindStarted {
+			started++
+		}
+	}
+	if executions(t, id) != 1 || started != 1 || facts[len(facts)-1].Kind != operation.KindOutcomeUnknown {
+		t.Fatalf("retried: %d executions, %d starts, last %s", executions(t, id), started, facts[len(facts)-1].Kind)
+	}
+	body := `{"outcome":"succeeded","reason":"The target confirms the build ran.","result":{"confirmedBy":"ops"}}`
+	resolve := func(token string) response {
+		req, _ := http.NewRequest(http.MethodPost, stack.APIURL+"/v1/operations/"+id+"/resolve", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		return client{t, token}.send(req)
+	}
+	if f := resolve("alice-dev-token"); f.status != http.StatusForbidden || f.json["code"] != "forbidden" {
+		t.Fatalf("alice resolved: %d %s", f.status, f.body)
+	}
+	s := resolve("ops-dev-token")
+	if s.status != http.StatusOK || s.json["state"] != "succeeded" {
+		t.Fatalf("%d %s", s.status, s.body)
+	}
+	if g := c.do(http.MethodGet, "/v1/operations/"+id, "", ""); g.json["state"] != "succeeded" {
+		t.Fatalf("%s", g.body)
+	}
+	checkEvents(t, id, int(s.json["version"].(float64)), "succeeded")
+}
+
+// The process dies after the outcome fact, before notification (the notifier is held):
+// polling sees the terminal state at once; the event still arrives later.
+func TestNotificationAfterACrash(t *testing.T) {
+	c := alice(t)
+	stack.Pause("notifier")
+	id := c.admit(`{"type":"demo.task","input":{"target":"notify-late"}}`)
+	r := c.waitState(id, "succeeded", 20*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	if n := len(bus.of(id)); n != 0 {
+		stack.Resume("notifier")
+		t.Fatalf("%d events while the notifier was held", n)
+	}
+	stack.Resume("notifier")
+	checkEvents(t, id, int(r.json["version"].(float64)), "succeeded")
+}
+
+func TestEventsForEveryEnd(t *testing.T) {
+	c := alice(t)
+	for _, tc := range []struct{ input, state string }{
+		{`{"target":"ev-ok","steps":2}`, "succeeded"},
+		{`{"target":"ev-fail","outcome":"fail"}`, "failed"},
+	} {
+		id := c.admit(`{"type":"demo.task","input":` + tc.input + `}`)
+		r := c.poll(id, 20*time.Second)
+		if r.json["state"] != tc.state {
+			t.Fatalf("%s", r.body)
+		}
+		checkEvents(t, id, int(r.json["version"].(float64)), tc.state)
+	}
+}
+
+// With the stream consumer off, the reconciler dispatches accepted operations once each.
+func TestReconcilerDispatchesWhenTheStreamIsOff(t *testing.T) {
+	c := alice(t)
+	stack.Pause("dispatcher")
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, c.admit(fmt.Sprintf(`{"type":"demo.task","input":{"target":"rec-%d-%d"}}`, time.Now().UnixNano(), i)))
+	}
+	for _, id := range ids {
+		if r := c.poll(id, 30*time.Second); r.json["state"] != "succeeded" {
+			stack.Resume("dispatcher")
+			t.Fatalf("%s", r.body)
+		}
+	}
+	stack.Resume("dispatcher")
+	time.Sleep(time.Second) // the held records now reach the dispatcher, which must start nothing
+	for _, id := range ids {
+		if n := executions(t, id); n != 1 {
+			t.Errorf("%s: %d executions", id, n)
+		}
+	}
+}
+
+// An execution stopped behind the system's back is noticed and recorded.
+func TestExecutionStoppedBehindTheBack(t *testing.T) {
+	c := alice(t)
+	id := c.admit(`{"type":"demo.task","input":{"target":"stopped","steps":20,"sleepMs":500}}`)
+	c.waitState(id, "running", 10*time.Second)
+	arn := strings.Replace(stack.StateMachines["demo-task"], ":stateMachine:", ":execution:", 1) + ":" + id
+	if _, err := stack.StepFunctions.StopExecution(context.Background(), &sfn.StopExecutionInput{ExecutionArn: aws.String(arn)}); err != nil {
+		t.Fatal(err)
+	}
+	r := c.poll(id, 30*time.Second)
+	p, _ := r.json["problem"].(map[string]any)
+	if r.json["state"] != "outcome_unknown" || p["code"] != "execution_ended" {
+		t.Fatalf("%s", r.body)
+	}
+}
+
+func TestListAcrossTenants(t *testing.T) {
+	a, b := alice(t), client{t, "bob-dev-token"}
+	tag := fmt.Sprint(time.Now().UnixNano())
+	var mine, theirs []string
+	for i := range 3 {
+		mine = append(mine, a.admit(fmt.Sprintf(`{"type":"export.orders","input":{"from":"2025-01-0%d","to":"2025-02-01"}}`, i+1)))
+	}
+	theirs = append(theirs, b.admit(`{"type":"demo.task","input":{"target":"list-`+tag+`"}}`))
+	seen := map[string]bool{}
+	cursor := ""
+	for range 50 {
+		path := "/v1/operations?type=export.orders&limit=2"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		r := a.do(http.MethodGet, path, "", "")
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		for _, it := range r.json["items"].([]any) {
+			item := it.(map[string]any)
+			if item["type"] != "export.orders" {
+				t.Fatalf("filter: %v", item)
+			}
+			seen[item["operationId"].(string)] = true
+		}
+		next, _ := r.json["nextCursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	for _, id := range mine {
+		if !seen[id] {
+			t.Errorf("alice's %s missing from her list", id)
+		}
+	}
+	for _, id := range theirs {
+		if seen[id] {
+			t.Errorf("bob's %s in alice's list", id)
+		}
+	}
+	if r := b.do(http.MethodGet, "/v1/operations?cursor="+cursor, "", ""); cursor != "" && r.status != 400 {
+		t.Fatalf("bob used alice's cursor: %d", r.status)
+	}
+}
