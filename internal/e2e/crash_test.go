@@ -187,7 +187,9 @@ func TestExecutorReplacementLeaksNothing(t *testing.T) {
 		if op.State != operation.Dispatched || !strings.HasPrefix(op.Execution, "arn:aws:states:") {
 			t.Fatalf("the fake's reference must be stored for this test to mean anything: %+v", op)
 		}
-		c.do(http.MethodGet, "/v1/operations/"+id, "", "") // checked for leaks by do
+		if g := c.do(http.MethodGet, "/v1/operations/"+id, "", ""); g.json["state"] != "dispatched" { // leaks are checked by do
+			t.Fatalf("%s", g.body)
+		}
 		if _, err := store().Append(context.Background(), op,
 			operation.Fact{Kind: operation.KindStarted, At: time.Now(), Source: operation.SourceExecutor},
 			operation.Fact{Kind: operation.KindOutcomeUnknown, At: time.Now(), Source: operation.SourceExecutor,
