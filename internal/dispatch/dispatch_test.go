@@ -2,9 +2,7 @@ package dispatch_test
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,12 +12,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/longrun-dev/longrun/internal/admission"
 	"github.com/longrun-dev/longrun/internal/dispatch"
 	"github.com/longrun-dev/longrun/internal/dynamo"
 	"github.com/longrun-dev/longrun/internal/dynamotest"
 	"github.com/longrun-dev/longrun/internal/fakeexecutor"
-	"github.com/longrun-dev/longrun/internal/ids"
 	"github.com/longrun-dev/longrun/internal/operation"
 	"github.com/longrun-dev/longrun/internal/optype"
 )
@@ -32,8 +28,7 @@ type fixture struct {
 	exec  *fakeexecutor.Executor
 	dlq   *letters
 	d     *dispatch.Dispatcher
-	admit *admission.Service
-	n     int
+	admit *dynamotest.Admitter
 }
 
 type letters struct {
@@ -51,26 +46,14 @@ func (l *letters) Send(_ context.Context, letter dispatch.DeadLetter) error {
 func newFixture(t *testing.T) *fixture {
 	client, _ := dynamotest.NewClient(t)
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
-	gen := &ids.Generator{Now: time.Now, Entropy: rand.Reader}
-	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, dlq: &letters{}}
+	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, dlq: &letters{}, admit: dynamotest.NewAdmitter(store, time.Now)}
 	f.d = &dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: f.dlq,
 		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation}
-	f.admit = &admission.Service{Store: store, Registry: optype.Builtin(), Now: time.Now, NewID: gen.Operation}
 	return f
 }
 
 // accepted admits a demo operation and returns its id.
-func (f *fixture) accepted() string {
-	f.t.Helper()
-	f.n++
-	out, err := f.admit.Admit(context.Background(), admission.Request{Scope: admission.Scope{Tenant: "acme", Principal: "alice"},
-		Key: fmt.Sprintf("k%d", f.n), MediaType: "application/json",
-		Body: []byte(fmt.Sprintf(`{"type":"demo.task","input":{"target":"t%d"}}`, f.n))})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return out.Record.OperationID
-}
+func (f *fixture) accepted() string { return f.admit.Admit(f.t, "") }
 
 func (f *fixture) load(id string) operation.Operation {
 	f.t.Helper()
@@ -192,18 +175,6 @@ func TestWorkerStartedFirst(t *testing.T) {
 	}
 }
 
-func record(id, kind, seq string) events.DynamoDBEventRecord {
-	var r events.DynamoDBEventRecord
-	r.EventName = "INSERT"
-	r.Change.SequenceNumber = seq
-	r.Change.NewImage = map[string]events.DynamoDBAttributeValue{
-		"pk":   events.NewStringAttribute("OP#" + id),
-		"sk":   events.NewStringAttribute("FACT#00000001"),
-		"kind": events.NewStringAttribute(kind),
-	}
-	return r
-}
-
 func TestHandleStreamReportsOnlyFailedRecords(t *testing.T) {
 	f := newFixture(t)
 	ok, flaky := f.accepted(), f.accepted()
@@ -215,10 +186,10 @@ func TestHandleStreamReportsOnlyFailedRecords(t *testing.T) {
 	}
 	f.exec.AfterStart = nil
 	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
-		record(ok, "accepted", "100"),
-		record("op_01ARYZ6S410000000000000000", "accepted", "200"), // poison: no such operation
-		record(flaky, "accepted", "300"),
-		record(ok, "dispatched", "400"), // not an accepted fact: ignored
+		dynamotest.FactRecord(ok, "accepted", "100"),
+		dynamotest.FactRecord("op_01ARYZ6S410000000000000000", "accepted", "200"), // poison: no such operation
+		dynamotest.FactRecord(flaky, "accepted", "300"),
+		dynamotest.FactRecord(ok, "dispatched", "400"), // not an accepted fact: ignored
 		{EventName: "REMOVE"},
 	}}
 	resp, err := f.d.HandleStream(context.Background(), ev)

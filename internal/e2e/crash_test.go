@@ -20,6 +20,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/deadletter"
 	"github.com/longrun-dev/longrun/internal/dispatch"
 	"github.com/longrun-dev/longrun/internal/dynamo"
+	"github.com/longrun-dev/longrun/internal/dynamotest"
 	"github.com/longrun-dev/longrun/internal/fakeexecutor"
 	"github.com/longrun-dev/longrun/internal/operation"
 	"github.com/longrun-dev/longrun/internal/optype"
@@ -128,14 +129,7 @@ func TestSameRecordDeliveredTwice(t *testing.T) {
 	var id string
 	paused(t, func() {
 		id = c.admit(`{"type":"demo.task","input":{"target":"redelivery"}}`)
-		var rec events.DynamoDBEventRecord
-		rec.EventName = "INSERT"
-		rec.Change.SequenceNumber = "1"
-		rec.Change.NewImage = map[string]events.DynamoDBAttributeValue{
-			"pk": events.NewStringAttribute("OP#" + id), "sk": events.NewStringAttribute("FACT#00000001"),
-			"kind": events.NewStringAttribute("accepted"),
-		}
-		payload, _ := json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+		payload, _ := json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{dynamotest.FactRecord(id, "accepted", "1")}})
 		for range 2 {
 			out, err := stack.Lambda.Invoke(context.Background(), invokeInput("dispatcher", payload))
 			if err != nil || out.FunctionError != nil || strings.Contains(string(out.Payload), "batchItemFailures\":[{") {
@@ -233,14 +227,7 @@ func TestStepFunctionsAdapterAlreadyStarted(t *testing.T) {
 // with its operation id, and the dispatcher function reports success so the shard moves on.
 func TestPoisonRecordReachesTheDeadLetterQueue(t *testing.T) {
 	id := "op_01ARYZ6S41" + strings.Repeat("0", 16)
-	var rec events.DynamoDBEventRecord
-	rec.EventName = "INSERT"
-	rec.Change.SequenceNumber = "7"
-	rec.Change.NewImage = map[string]events.DynamoDBAttributeValue{
-		"pk": events.NewStringAttribute("OP#" + id), "sk": events.NewStringAttribute("FACT#00000001"),
-		"kind": events.NewStringAttribute("accepted"),
-	}
-	payload, _ := json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{rec}})
+	payload, _ := json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{dynamotest.FactRecord(id, "accepted", "7")}})
 	out, err := stack.Lambda.Invoke(context.Background(), invokeInput("dispatcher", payload))
 	if err != nil || out.FunctionError != nil || strings.Contains(string(out.Payload), `"ItemIdentifier"`) || strings.Contains(string(out.Payload), `"itemIdentifier"`) {
 		t.Fatalf("invoke: %v %s", err, out.Payload)

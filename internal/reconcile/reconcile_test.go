@@ -2,8 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -11,12 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/longrun-dev/longrun/internal/admission"
 	"github.com/longrun-dev/longrun/internal/dispatch"
 	"github.com/longrun-dev/longrun/internal/dynamo"
 	"github.com/longrun-dev/longrun/internal/dynamotest"
 	"github.com/longrun-dev/longrun/internal/fakeexecutor"
-	"github.com/longrun-dev/longrun/internal/ids"
 	"github.com/longrun-dev/longrun/internal/operation"
 	"github.com/longrun-dev/longrun/internal/optype"
 	"github.com/longrun-dev/longrun/internal/reconcile"
@@ -42,8 +38,7 @@ type fixture struct {
 	exec  *fakeexecutor.Executor
 	clock *clock
 	r     *reconcile.Reconciler
-	admit *admission.Service
-	n     int
+	admit *dynamotest.Admitter
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -51,26 +46,15 @@ func newFixture(t *testing.T) *fixture {
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
 	store.Leases = leases
 	c := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
-	gen := &ids.Generator{Now: c.Now, Entropy: rand.Reader}
-	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, clock: c}
+	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, clock: c, admit: dynamotest.NewAdmitter(store, c.Now)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	d := &dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), Now: c.Now, Log: log, Accepted: dynamo.AcceptedOperation}
 	f.r = &reconcile.Reconciler{Store: store, Executions: f.exec, Dispatcher: d, Registry: optype.Builtin(), Leases: leases,
 		Now: c.Now, Log: log, MaxPerRun: 50}
-	f.admit = &admission.Service{Store: store, Registry: optype.Builtin(), Now: c.Now, NewID: gen.Operation}
 	return f
 }
 
-func (f *fixture) accepted() string {
-	f.t.Helper()
-	f.n++
-	out, err := f.admit.Admit(context.Background(), admission.Request{Scope: admission.Scope{Tenant: "acme", Principal: "alice"},
-		Key: fmt.Sprint(f.n), MediaType: "application/json", Body: []byte(fmt.Sprintf(`{"type":"demo.task","input":{"target":"r%d"}}`, f.n))})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return out.Record.OperationID
-}
+func (f *fixture) accepted() string { return f.admit.Admit(f.t, "") }
 
 func (f *fixture) append(id string, kinds ...operation.Kind) {
 	f.t.Helper()

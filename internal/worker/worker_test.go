@@ -2,22 +2,17 @@ package worker_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/longrun-dev/longrun/internal/admission"
 	"github.com/longrun-dev/longrun/internal/dynamo"
 	"github.com/longrun-dev/longrun/internal/dynamotest"
-	"github.com/longrun-dev/longrun/internal/ids"
 	"github.com/longrun-dev/longrun/internal/operation"
-	"github.com/longrun-dev/longrun/internal/optype"
 	"github.com/longrun-dev/longrun/internal/recorder"
 	"github.com/longrun-dev/longrun/internal/worker"
 )
@@ -27,27 +22,16 @@ func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
 type fixture struct {
 	t     *testing.T
 	store *dynamo.Store
-	admit *admission.Service
-	n     int
+	admit *dynamotest.Admitter
 }
 
 func newFixture(t *testing.T) *fixture {
 	client, _ := dynamotest.NewClient(t)
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
-	gen := &ids.Generator{Now: time.Now, Entropy: rand.Reader}
-	return &fixture{t: t, store: store, admit: &admission.Service{Store: store, Registry: optype.Builtin(), Now: time.Now, NewID: gen.Operation}}
+	return &fixture{t: t, store: store, admit: dynamotest.NewAdmitter(store, time.Now)}
 }
 
-func (f *fixture) accepted(body string) string {
-	f.t.Helper()
-	f.n++
-	out, err := f.admit.Admit(context.Background(), admission.Request{Scope: admission.Scope{Tenant: "acme", Principal: "alice"},
-		Key: fmt.Sprint(f.n), MediaType: "application/json", Body: []byte(body)})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return out.Record.OperationID
-}
+func (f *fixture) accepted(body string) string { return f.admit.Admit(f.t, body) }
 
 func (f *fixture) state(id string) operation.Operation {
 	op, err := f.store.Load(context.Background(), id)
