@@ -224,7 +224,7 @@ func newTable(stack awscdk.Stack, props *Props, dev bool) awsdynamodb.Table {
 // Query for reads, PutItem/UpdateItem for facts and projections, DeleteItem for releasing
 // a target lock (only writers of terminal facts). No Scan, no batch, no wildcard.
 func grantData(table awsdynamodb.Table, f awslambda.Function, terminal bool, indexes ...string) {
-	actions := []string{"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
+	actions := []string{"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 	if terminal {
 		actions = append(actions, "dynamodb:DeleteItem")
 	}

@@ -1,0 +1,357 @@
+package stack_test
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/infra/stack"
+	"github.com/longrun-dev/longrun/internal/dynamo"
+	"github.com/longrun-dev/longrun/internal/eventsource"
+	"github.com/longrun-dev/longrun/internal/workflow"
+)
+
+func TestMain(m *testing.M) {
+	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+type resource struct {
+	Type       string
+	Properties map[string]any
+}
+
+type template struct {
+	Resources map[string]resource
+	cdk       assertions.Template
+}
+
+// synthesize builds a stage's template once per test binary: synthesis runs CDK's
+// JavaScript under Node and takes seconds.
+var synthesize = func() func(t *testing.T, props stack.Props) *template {
+	var mu sync.Mutex
+	cache := map[string]*template{}
+	return func(t *testing.T, props stack.Props) *template {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		key := props.Stage + "|" + props.CognitoUserPoolArn
+		if tpl, ok := cache[key]; ok {
+			return tpl
+		}
+		props.CodeDir = placeholderCode(t)
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+		s := stack.New(app, "longrun-"+props.Stage, &props)
+		cdk := assertions.Template_FromStack(s, nil)
+		raw, err := json.Marshal(cdk.ToJSON())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tpl := &template{cdk: cdk}
+		if err := json.Unmarshal(raw, tpl); err != nil {
+			t.Fatal(err)
+		}
+		cache[key] = tpl
+		return tpl
+	}
+}()
+
+// placeholderCode writes a zip per function, so synthesis does not need `make build`.
+func placeholderCode(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "longrun-code")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("../../functions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		f, _ := os.Create(filepath.Join(dir, e.Name()+".zip"))
+		zw := zip.NewWriter(f)
+		w, _ := zw.Create("bootstrap")
+		_, _ = w.Write([]byte(e.Name()))
+		_ = zw.Close()
+		_ = f.Close()
+	}
+	return dir
+}
+
+func (tpl *template) of(typ string) map[string]resource {
+	out := map[string]resource{}
+	for id, r := range tpl.Resources {
+		if r.Type == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+// functionID finds the logical id of the function named longrun-<stage>-<name>.
+func (tpl *template) functionID(t *testing.T, name string) string {
+	t.Helper()
+	for id, r := range tpl.of("AWS::Lambda::Function") {
+		if r.Properties["FunctionName"] == "longrun-dev-"+name {
+			return id
+		}
+	}
+	t.Fatalf("no function %s", name)
+	return ""
+}
+
+func dev(t *testing.T) *template { return synthesize(t, stack.Props{Stage: "dev"}) }
+
+// The stream mappings are exactly the local pollers' settings (internal/eventsource).
+func TestStreamMappingsMatchTheLocalPollers(t *testing.T) {
+	tpl := dev(t)
+	mappings := tpl.of("AWS::Lambda::EventSourceMapping")
+	if len(mappings) != len(eventsource.Mappings()) {
+		t.Fatalf("%d mappings, want %d", len(mappings), len(eventsource.Mappings()))
+	}
+	for _, m := range eventsource.Mappings() {
+		fid := tpl.functionID(t, m.Function)
+		var got map[string]any
+		for _, r := range mappings {
+			if ref, _ := r.Properties["FunctionName"].(map[string]any); ref["Ref"] == fid {
+				got = r.Properties
+			}
+		}
+		if got == nil {
+			t.Fatalf("no mapping for %s", m.Function)
+		}
+		filters := got["FilterCriteria"].(map[string]any)["Filters"].([]any)
+		var pattern, want any
+		_ = json.Unmarshal([]byte(filters[0].(map[string]any)["Pattern"].(string)), &pattern)
+		_ = json.Unmarshal([]byte(m.Filter), &want)
+		if len(filters) != 1 || !reflect.DeepEqual(pattern, want) {
+			t.Errorf("%s filter %v, want %v", m.Function, pattern, want)
+		}
+		if got["BatchSize"] != float64(m.BatchSize) || got["BisectBatchOnFunctionError"] != m.BisectOnError ||
+			got["MaximumRetryAttempts"] != float64(m.MaxRetries) || got["StartingPosition"] != m.StartingPosition {
+			t.Errorf("%s settings %v", m.Function, got)
+		}
+		if types, _ := got["FunctionResponseTypes"].([]any); m.ReportBatchItemFailures != (len(types) == 1 && types[0] == "ReportBatchItemFailures") {
+			t.Errorf("%s partial batch failures: %v", m.Function, got["FunctionResponseTypes"])
+		}
+		if _, ok := got["DestinationConfig"].(map[string]any)["OnFailure"]; !ok {
+			t.Errorf("%s has no on-failure destination", m.Function)
+		}
+	}
+}
+
+func TestEveryMethodIsAuthorized(t *testing.T) {
+	for _, tc := range []struct {
+		props stack.Props
+		auth  string
+	}{
+		{stack.Props{Stage: "dev"}, "AWS_IAM"},
+		{stack.Props{Stage: "dev", CognitoUserPoolArn: "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_example"}, "COGNITO_USER_POOLS"},
+	} {
+		methods := synthesize(t, tc.props).of("AWS::ApiGateway::Method")
+		if len(methods) != 5 {
+			t.Fatalf("%d methods, want the contract's 5", len(methods))
+		}
+		for id, m := range methods {
+			if m.Properties["AuthorizationType"] != tc.auth {
+				t.Errorf("%s: authorization %v, want %s", id, m.Properties["AuthorizationType"], tc.auth)
+			}
+			if m.Properties["HttpMethod"] == "POST" && m.Properties["RequestParameters"] != nil {
+				params := m.Properties["RequestParameters"].(map[string]any)
+				if params["method.request.header.Idempotency-Key"] != true || m.Properties["RequestValidatorId"] == nil {
+					t.Errorf("%s: admission must require Idempotency-Key: %v", id, params)
+				}
+			}
+		}
+	}
+}
+
+// dataActions are the actions that touch data; none may apply to every resource.
+var dataPrefixes = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+	"dynamodb:Query", "dynamodb:Scan", "dynamodb:Batch", "sqs:SendMessage", "sqs:ReceiveMessage", "states:", "events:PutEvents", "lambda:InvokeFunction"}
+
+func TestLeastPrivilege(t *testing.T) {
+	tpl := dev(t)
+	perFunction := map[string][]string{}
+	for id, p := range tpl.of("AWS::IAM::Policy") {
+		doc := p.Properties["PolicyDocument"].(map[string]any)
+		for _, st := range doc["Statement"].([]any) {
+			stmt := st.(map[string]any)
+			var actions []string
+			switch a := stmt["Action"].(type) {
+			case string:
+				actions = []string{a}
+			case []any:
+				for _, x := range a {
+					actions = append(actions, x.(string))
+				}
+			}
+			wildResource := stmt["Resource"] == "*"
+			for _, a := range actions {
+				if strings.Contains(a, "*") {
+					t.Errorf("%s: wildcard action %s", id, a)
+				}
+				for _, prefix := range dataPrefixes {
+					if wildResource && strings.HasPrefix(a, prefix) {
+						t.Errorf("%s: %s on every resource", id, a)
+					}
+				}
+				perFunction[id] = append(perFunction[id], a)
+			}
+		}
+	}
+	has := func(fn, action string) bool {
+		for id, actions := range perFunction {
+			if strings.HasPrefix(id, fn+"ServiceRole") {
+				for _, a := range actions {
+					if a == action {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		fn, action string
+		want       bool
+	}{
+		{"Api", "dynamodb:PutItem", true}, {"Api", "states:StartExecution", false}, {"Api", "dynamodb:Scan", false},
+		{"WorkerDemoTask", "dynamodb:UpdateItem", true}, {"WorkerDemoTask", "dynamodb:DeleteItem", false},
+		{"Notifier", "events:PutEvents", true}, {"Notifier", "dynamodb:PutItem", false},
+		{"Dispatcher", "states:StartExecution", true}, {"Dispatcher", "sqs:SendMessage", true},
+		{"Reconciler", "states:StopExecution", true}, {"Recorder", "states:StartExecution", false},
+	} {
+		if has(c.fn, c.action) != c.want {
+			t.Errorf("%s may %s: %v, want %v", c.fn, c.action, !c.want, c.want)
+		}
+	}
+}
+
+func TestFunctionsAreBuiltForLambda(t *testing.T) {
+	tpl := dev(t)
+	fns := tpl.of("AWS::Lambda::Function")
+	entries, _ := os.ReadDir("../../functions")
+	if len(fns) != len(entries) {
+		t.Fatalf("%d functions, %d in functions/", len(fns), len(entries))
+	}
+	for id, f := range fns {
+		p := f.Properties
+		if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" || !reflect.DeepEqual(p["Architectures"], []any{"arm64"}) {
+			t.Errorf("%s: %v %v %v", id, p["Runtime"], p["Handler"], p["Architectures"])
+		}
+		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if _, ok := vars["LONGRUN_TABLE"].(map[string]any); !ok {
+			t.Errorf("%s: LONGRUN_TABLE must come from the table, not a literal: %v", id, vars["LONGRUN_TABLE"])
+		}
+		if p["LoggingConfig"] == nil || p["Timeout"] == nil || p["MemorySize"] == nil {
+			t.Errorf("%s: logging, timeout and memory must be set", id)
+		}
+	}
+	for id, lg := range tpl.of("AWS::Logs::LogGroup") {
+		if lg.Properties["RetentionInDays"] == nil {
+			t.Errorf("%s: no retention", id)
+		}
+	}
+}
+
+func TestTableMirrorsTheCodesDefinition(t *testing.T) {
+	for _, stage := range []string{"dev", "prod"} {
+		tpl := synthesize(t, stack.Props{Stage: stage})
+		var table map[string]any
+		for _, r := range tpl.of("AWS::DynamoDB::Table") {
+			table = r.Properties
+		}
+		if table["BillingMode"] != "PAY_PER_REQUEST" || table["StreamSpecification"].(map[string]any)["StreamViewType"] != "NEW_AND_OLD_IMAGES" ||
+			table["TimeToLiveSpecification"].(map[string]any)["AttributeName"] != "expires_at" ||
+			table["PointInTimeRecoverySpecification"].(map[string]any)["PointInTimeRecoveryEnabled"] != true {
+			t.Fatalf("%s table: %v", stage, table)
+		}
+		if protected, _ := table["DeletionProtectionEnabled"].(bool); protected != (stage != "dev") {
+			t.Errorf("%s: deletion protection %v", stage, protected)
+		}
+		var got []string
+		for _, g := range table["GlobalSecondaryIndexes"].([]any) {
+			got = append(got, g.(map[string]any)["IndexName"].(string))
+		}
+		var want []string
+		for _, g := range dynamo.TableSpec("x").GlobalSecondaryIndexes {
+			want = append(want, *g.IndexName)
+		}
+		sort.Strings(got)
+		sort.Strings(want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("indexes %v, want %v", got, want)
+		}
+	}
+}
+
+func TestWorkflowsComeFromTheTemplate(t *testing.T) {
+	tpl := dev(t)
+	machines := tpl.of("AWS::StepFunctions::StateMachine")
+	if len(machines) != 2 {
+		t.Fatalf("%d state machines", len(machines))
+	}
+	for id, m := range machines {
+		subs := m.Properties["DefinitionSubstitutions"].(map[string]any)
+		if subs[workflow.WorkerFunctionArn] == nil || subs[workflow.RecorderFunctionArn] == nil {
+			t.Errorf("%s: substitutions %v", id, subs)
+		}
+		if m.Properties["StateMachineType"] != "STANDARD" {
+			t.Errorf("%s: type %v", id, m.Properties["StateMachineType"])
+		}
+	}
+	// The definition is the template itself.
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("definition: %v", r)
+		}
+	}()
+	tpl.cdk.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), &map[string]any{
+		"DefinitionString": workflow.Template(),
+	})
+}
+
+func TestAlarms(t *testing.T) {
+	tpl := dev(t)
+	metrics := map[string]int{}
+	for _, a := range tpl.of("AWS::CloudWatch::Alarm") {
+		metrics[a.Properties["MetricName"].(string)]++
+	}
+	fns := len(tpl.of("AWS::Lambda::Function"))
+	if metrics["ApproximateNumberOfMessagesVisible"] != len(tpl.of("AWS::SQS::Queue")) || metrics["Errors"] != fns ||
+		metrics["StuckOperationsRepaired"] != 1 || metrics["ExecutionsFailed"] != 2 {
+		t.Fatalf("alarms by metric: %v", metrics)
+	}
+	var rules []string
+	for _, r := range tpl.of("AWS::Events::Rule") {
+		rules = append(rules, r.Properties["ScheduleExpression"].(string))
+	}
+	if !reflect.DeepEqual(rules, []string{"rate(1 minute)"}) {
+		t.Fatalf("reconciler schedule: %v", rules)
+	}
+}
+
+// API Gateway's own errors speak the contract's problem+json, without its request id.
+func TestGatewayResponsesAreProblems(t *testing.T) {
+	tpl := dev(t)
+	for id, g := range tpl.of("AWS::ApiGateway::GatewayResponse") {
+		p := g.Properties
+		body := p["ResponseTemplates"].(map[string]any)["application/json"].(string)
+		if p["ResponseParameters"].(map[string]any)["gatewayresponse.header.Content-Type"] != "'application/problem+json'" ||
+			!strings.Contains(body, `"code":`) || strings.Contains(body, "$context.requestId") {
+			t.Errorf("%s: %v", id, p)
+		}
+	}
+}
