@@ -9,8 +9,15 @@ FUZZTIME ?= 10s
 BENCHTIME ?= 3s
 # DynamoDB Local runs the whole suite; it starts once and every package shares it.
 WITH_DDB := $(GO) run ./cmd/ddblocal --
+STAGE   ?= dev
+CDK_CLI := aws-cdk@2.1148.1
+CDK     := $(CACHE)/cdk/node_modules/.bin/cdk
+# The CDK app runs CDK's JavaScript under Node (jsii); keep it quiet and offline.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_CLI_TELEMETRY := true
+export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run test unit fuzz bench build lint deps ddb-install ddb-run tools-check clean
+.PHONY: all run test unit fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -47,7 +54,7 @@ lint: deps
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-test: deps ddb-install lint unit fuzz
+test: deps ddb-install lint unit fuzz synth
 
 unit:
 	$(WITH_DDB) $(GO) test -race -count=1 ./...
@@ -61,8 +68,40 @@ fuzz:
 bench: deps ddb-install
 	$(WITH_DDB) $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./internal/...
 
+# Release build: every function for linux/arm64 (-tags lambda.norpc, trimmed, stripped),
+# zipped into dist/<function>.zip for CDK; prints binary and zip sizes.
 build:
 	$(GO) build ./...
+	$(GO) run ./cmd/release -out dist
+
+# Synthesize the CDK app offline into cdk.out (needs the zips of `make build`).
+# (Context reaches a CDK app through CDK_CONTEXT_JSON, as the CDK CLI passes it.)
+synth: build
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","codeDir":"dist"}' CDK_OUTDIR=cdk.out $(GO) run ./infra
+	@ls cdk.out/*.template.json
+
+# The CDK CLI, installed into the git-ignored cache (never into the module tree).
+cdk-install: $(CDK)
+$(CDK):
+	mkdir -p $(CACHE)/cdk
+	npm install --silent --no-fund --no-audit --prefix $(CACHE)/cdk $(CDK_CLI)
+
+# Deploy a stage to the AWS account of the current credentials: make deploy STAGE=prod
+deploy: build cdk-install
+	$(CDK) deploy --app "$(GO) run ./infra" -c stage=$(STAGE) --no-notices --require-approval broadening longrun-$(STAGE)
+
+destroy: cdk-install
+	$(CDK) destroy --app "$(GO) run ./infra" -c stage=$(STAGE) --no-notices longrun-$(STAGE)
+
+# LocalStack (needs Docker and LOCALSTACK_AUTH_TOKEN; see localstack/README.md).
+localstack-up:
+	docker compose -f localstack/docker-compose.yml up -d --wait
+
+localstack-down:
+	docker compose -f localstack/docker-compose.yml down
+
+test-localstack: build
+	bash localstack/test.sh
 
 clean:
 	rm -rf bin dist cdk.out
