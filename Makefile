@@ -70,9 +70,10 @@ bench: deps ddb-install
 
 # Release build: every function for linux/arm64 (-tags lambda.norpc, trimmed, stripped),
 # zipped into dist/<function>.zip for CDK; prints binary and zip sizes.
+ARCH ?= arm64
 build:
 	$(GO) build ./...
-	$(GO) run ./cmd/release -out dist
+	$(GO) run ./cmd/release -out dist -arch $(ARCH)
 
 # Synthesize the CDK app offline into cdk.out (needs the zips of `make build`).
 # (Context reaches a CDK app through CDK_CONTEXT_JSON, as the CDK CLI passes it.)

@@ -20,6 +20,7 @@ func main() {
 		Stage:              stage,
 		CodeDir:            context(app, "codeDir", "dist"),
 		CognitoUserPoolArn: context(app, "cognitoUserPoolArn", ""),
+		X86:                context(app, "architecture", "arm64") == "x86_64",
 	}
 	// The CDK CLI sets these from the credentials it deploys with; offline synthesis leaves
 	// the stack environment-agnostic.

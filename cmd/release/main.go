@@ -1,6 +1,6 @@
-// Command release builds every Lambda function for AWS (linux/arm64, provided.al2023, handler
-// "bootstrap", -tags lambda.norpc, trimmed and stripped) and zips each into
-// <out>/<function>.zip for CDK, printing each binary's and zip's size.
+// Command release builds every Lambda function for AWS (linux/arm64 by default,
+// provided.al2023, handler "bootstrap", -tags lambda.norpc, trimmed and stripped) and zips
+// each into <out>/<function>.zip for CDK, printing each binary's and zip's size.
 package main
 
 import (
@@ -17,14 +17,19 @@ import (
 
 func main() {
 	out := flag.String("out", "dist", "output folder")
+	arch := flag.String("arch", "arm64", "arm64 (Graviton, the default) or amd64 (x86_64, e.g. for LocalStack on an x86 host)")
 	flag.Parse()
-	if err := run(*out); err != nil {
+	if *arch != "arm64" && *arch != "amd64" {
+		fmt.Fprintln(os.Stderr, "release: -arch must be arm64 or amd64")
+		os.Exit(2)
+	}
+	if err := run(*out, *arch); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string) error {
+func run(out, arch string) error {
 	names, err := functions()
 	if err != nil {
 		return err
@@ -38,7 +43,7 @@ func run(out string) error {
 		bin := filepath.Join(dir, "bootstrap")
 		start := time.Now()
 		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./functions/"+name)
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("build %s: %w", name, err)

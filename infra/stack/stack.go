@@ -42,6 +42,9 @@ type Props struct {
 	CognitoUserPoolArn string
 	// ThrottleRate and ThrottleBurst limit the API stage (requests/s); 0 means 100 and 200.
 	ThrottleRate, ThrottleBurst float64
+	// X86 builds the functions for x86_64 instead of arm64 (LocalStack on an x86 host);
+	// the zips must match (`make build ARCH=amd64`).
+	X86 bool
 }
 
 // Function settings per function: memory (MB) and timeout (s). Workers run one step per
@@ -274,6 +277,13 @@ func mapping(f awslambda.Function, table awsdynamodb.Table, m eventsource.Mappin
 		props.MaxBatchingWindow = awscdk.Duration_Millis(jsii.Number(float64(m.MaxBatchingWindow.Milliseconds())))
 	}
 	f.AddEventSource(awslambdaeventsources.NewDynamoEventSource(table, props))
+}
+
+func architecture(x86 bool) awslambda.Architecture {
+	if x86 {
+		return awslambda.Architecture_X86_64()
+	}
+	return awslambda.Architecture_ARM_64()
 }
 
 func removal(dev bool) awscdk.RemovalPolicy {

@@ -131,7 +131,7 @@ func TestSameRecordDeliveredTwice(t *testing.T) {
 		id = c.admit(`{"type":"demo.task","input":{"target":"redelivery"}}`)
 		payload, _ := json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{dynamotest.FactRecord(id, "accepted", "1")}})
 		for range 2 {
-			out, err := stack.Lambda.Invoke(context.Background(), invokeInput("dispatcher", payload))
+			out, err := stack.Lambda.Invoke(context.Background(), invokeInput(stack.function("dispatcher"), payload))
 			if err != nil || out.FunctionError != nil || strings.Contains(string(out.Payload), "batchItemFailures\":[{") {
 				t.Fatalf("invoke: %v %s", err, out.Payload)
 			}
@@ -228,7 +228,7 @@ func TestStepFunctionsAdapterAlreadyStarted(t *testing.T) {
 func TestPoisonRecordReachesTheDeadLetterQueue(t *testing.T) {
 	id := "op_01ARYZ6S41" + strings.Repeat("0", 16)
 	payload, _ := json.Marshal(events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{dynamotest.FactRecord(id, "accepted", "7")}})
-	out, err := stack.Lambda.Invoke(context.Background(), invokeInput("dispatcher", payload))
+	out, err := stack.Lambda.Invoke(context.Background(), invokeInput(stack.function("dispatcher"), payload))
 	if err != nil || out.FunctionError != nil || strings.Contains(string(out.Payload), `"ItemIdentifier"`) || strings.Contains(string(out.Payload), `"itemIdentifier"`) {
 		t.Fatalf("invoke: %v %s", err, out.Payload)
 	}

@@ -87,6 +87,9 @@ func (p *published) waitVersion(t *testing.T, id string, v int, within time.Dura
 // too), which is why subscribers deduplicate and order by version.
 func checkEvents(t *testing.T, id string, final int, finalState string) {
 	t.Helper()
+	if stack.EventsQueueURL == "" {
+		return // a deployed stack without a queue on its bus: nothing to observe here
+	}
 	v, err := events.NewValidator(events.StateChangedSchema)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +109,9 @@ func checkEvents(t *testing.T, id string, final int, finalState string) {
 		if !seen[i] {
 			t.Errorf("no event for version %d of %s", i, id)
 		}
+	}
+	if stack.local == nil {
+		return // the publish-order tap is the local edge's
 	}
 	last, first := 0, map[int]bool{}
 	for _, raw := range stack.Published() {

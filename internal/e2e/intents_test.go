@@ -76,7 +76,7 @@ func TestCancelDuringARun(t *testing.T) {
 	}
 	// A late success for it (a retried recorder, a stale worker) changes nothing.
 	payload := fmt.Sprintf(`{"operationId":%q,"task":{"report":{"done":true,"outcome":"succeeded","result":{}}}}`, id)
-	if _, err := stack.Lambda.Invoke(context.Background(), invokeInput("recorder", []byte(payload))); err != nil {
+	if _, err := stack.Lambda.Invoke(context.Background(), invokeInput(stack.function("recorder"), []byte(payload))); err != nil {
 		t.Fatal(err)
 	}
 	if g := c.do(http.MethodGet, "/v1/operations/"+id, "", ""); g.json["state"] != "canceled" || g.json["version"] != done.json["version"] {

@@ -28,7 +28,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/operation"
 )
 
-var stack *devstack.Stack
+var stack *target
 
 // testLeases are short, so the reconciler acts within a test's patience.
 var testLeases = operation.Leases{Dispatch: 2 * time.Second, Check: 3 * time.Second, Cancel: 3 * time.Second, Deadline: 2 * time.Minute}
@@ -36,6 +36,17 @@ var testLeases = operation.Leases{Dispatch: 2 * time.Second, Check: 3 * time.Sec
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if os.Getenv("LONGRUN_E2E_API_URL") != "" {
+		t, err := externalTarget(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 2
+		}
+		stack = t
+		return withEvents(m)
+	}
 	root, err := ddblocal.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,23 +64,29 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	stack, err = devstack.Start(ctx, devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases,
+	local, err := devstack.Start(ctx, devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases,
 		ReconcileEvery: 500 * time.Millisecond})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start the local stack:", err)
 		return 2
 	}
-	collectCtx, stopCollecting := context.WithCancel(context.Background())
-	go bus.collect(collectCtx)
-	code := m.Run()
-	stopCollecting()
-	stack.Close()
+	defer local.Close()
+	stack = localTarget(local)
+	code := withEvents(m)
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "e2e: the stack's function logs are in", logPath)
 	}
 	return code
+}
+
+// withEvents runs the tests while collecting the events queue, where there is one.
+func withEvents(m *testing.M) int {
+	if stack.EventsQueueURL != "" {
+		collectCtx, stopCollecting := context.WithCancel(context.Background())
+		defer stopCollecting()
+		go bus.collect(collectCtx)
+	}
+	return m.Run()
 }
 
 // client is an API client for one caller.
@@ -110,7 +127,9 @@ func (c client) do(method, path, key, body string) response {
 // send sends req as the client and checks that nothing provider-specific leaks.
 func (c client) send(req *http.Request) response {
 	c.t.Helper()
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	if err := stack.authorize(req, c.token); err != nil {
+		c.t.Fatal(err)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
@@ -119,7 +138,7 @@ func (c client) send(req *http.Request) response {
 	data, _ := io.ReadAll(resp.Body)
 	r := response{status: resp.StatusCode, header: resp.Header, body: data}
 	_ = json.Unmarshal(data, &r.json)
-	for _, leak := range []string{"arn:aws", "000000000000", "123456789012", "execution:", "longrun-local", "dlq"} {
+	for _, leak := range []string{"arn:aws", "000000000000", "123456789012", "execution:", stack.Table, "dlq"} {
 		if bytes.Contains(data, []byte(leak)) || strings.Contains(fmt.Sprint(resp.Header), leak) {
 			c.t.Errorf("%s %s leaks %q: %s", req.Method, req.URL.Path, leak, data)
 		}
