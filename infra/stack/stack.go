@@ -178,6 +178,9 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: restAPI.Url()})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.TableName()})
 	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: bus.EventBusName()})
+	// What the end-to-end suite needs to run against a deployed stage (localstack/test.sh).
+	awscdk.NewCfnOutput(stack, jsii.String("StateMachines"), &awscdk.CfnOutputProps{Value: machinesJSON})
+	awscdk.NewCfnOutput(stack, jsii.String("FunctionPrefix"), &awscdk.CfnOutputProps{Value: jsii.String("longrun-" + props.Stage + "-")})
 	return stack
 }
 

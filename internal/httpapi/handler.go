@@ -242,10 +242,20 @@ func ScopeOf(rc events.APIGatewayProxyRequestContext) (admission.Scope, error) {
 			return admission.Scope{Tenant: t, Principal: p}, nil
 		}
 	}
-	if rc.Identity.AccountID != "" && rc.Identity.UserArn != "" {
-		return admission.Scope{Tenant: rc.Identity.AccountID, Principal: rc.Identity.UserArn}, nil
+	// IAM (SigV4): the account is the tenant, the calling identity the principal.
+	if principal := firstOf(rc.Identity.UserArn, rc.Identity.Caller, rc.Identity.User); rc.Identity.AccountID != "" && principal != "" {
+		return admission.Scope{Tenant: rc.Identity.AccountID, Principal: principal}, nil
 	}
 	return admission.Scope{}, problem.New(problem.Unauthenticated, "The request has no resolvable caller.")
+}
+
+func firstOf(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // headerValues returns every value of a header, matching its name case-insensitively, so a
