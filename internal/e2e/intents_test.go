@@ -216,6 +216,7 @@ func TestUnknownOutcomeAndRepair(t *testing.T) {
 func TestNotificationAfterACrash(t *testing.T) {
 	c := alice(t)
 	stack.Pause("notifier")
+	time.Sleep(300 * time.Millisecond) // a batch already in flight finishes
 	id := c.admit(`{"type":"demo.task","input":{"target":"notify-late"}}`)
 	r := c.waitState(id, "succeeded", 20*time.Second)
 	time.Sleep(500 * time.Millisecond)

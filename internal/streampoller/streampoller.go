@@ -139,6 +139,10 @@ func (p *Poller) readShard(ctx context.Context, shard, iterator string) (int, st
 	if err := p.call(ctx, "GetRecords", map[string]any{"ShardIterator": iterator, "Limit": 1000}, &out); err != nil {
 		return 0, iterator, err
 	}
+	if p.Paused != nil && p.Paused() {
+		// Paused while reading: keep the iterator, so these records are read again on resume.
+		return 0, iterator, nil
+	}
 	var matched []record
 	for _, raw := range out.Records {
 		if !p.filter.Match(raw) {
