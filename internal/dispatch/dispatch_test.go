@@ -55,14 +55,7 @@ func newFixture(t *testing.T) *fixture {
 // accepted admits a demo operation and returns its id.
 func (f *fixture) accepted() string { return f.admit.Admit(f.t, "") }
 
-func (f *fixture) load(id string) operation.Operation {
-	f.t.Helper()
-	op, err := f.store.Load(context.Background(), id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return op
-}
+func (f *fixture) load(id string) operation.Operation { return dynamotest.Load(f.t, f.store, id) }
 
 func (f *fixture) cancel(id string) {
 	f.t.Helper()

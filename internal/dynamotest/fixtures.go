@@ -13,6 +13,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/admission"
 	"github.com/longrun-dev/longrun/internal/dynamo"
 	"github.com/longrun-dev/longrun/internal/ids"
+	"github.com/longrun-dev/longrun/internal/operation"
 	"github.com/longrun-dev/longrun/internal/optype"
 )
 
@@ -56,4 +57,14 @@ func FactRecord(id, kind, sequence string) events.DynamoDBEventRecord {
 		"kind": events.NewStringAttribute(kind),
 	}
 	return r
+}
+
+// Load reads an operation, failing the test on error.
+func Load(tb testing.TB, store *dynamo.Store, id string) operation.Operation {
+	tb.Helper()
+	op, err := store.Load(context.Background(), id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return op
 }

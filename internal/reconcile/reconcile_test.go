@@ -68,14 +68,7 @@ func (f *fixture) append(id string, kinds ...operation.Kind) {
 	}
 }
 
-func (f *fixture) load(id string) operation.Operation {
-	f.t.Helper()
-	op, err := f.store.Load(context.Background(), id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return op
-}
+func (f *fixture) load(id string) operation.Operation { return dynamotest.Load(f.t, f.store, id) }
 
 func (f *fixture) run() reconcile.Summary {
 	f.t.Helper()

@@ -33,13 +33,7 @@ func newFixture(t *testing.T) *fixture {
 
 func (f *fixture) accepted(body string) string { return f.admit.Admit(f.t, body) }
 
-func (f *fixture) state(id string) operation.Operation {
-	op, err := f.store.Load(context.Background(), id)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return op
-}
+func (f *fixture) state(id string) operation.Operation { return dynamotest.Load(f.t, f.store, id) }
 
 func TestDemoTaskRunsItsStepsThenRecords(t *testing.T) {
 	f := newFixture(t)
