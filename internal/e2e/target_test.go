@@ -3,23 +3,20 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/longrun-dev/longrun/internal/apiclient"
 	"github.com/longrun-dev/longrun/internal/devstack"
 )
 
@@ -90,19 +87,10 @@ func (t *target) Published() [][]byte    { return t.mustBeLocal().Published() }
 // authorize signs req with SigV4 for API Gateway's IAM authorization, or sets the bearer
 // token of the local authorizer.
 func (t *target) authorize(req *http.Request, token string) error {
-	if t.sigv4 == nil {
-		req.Header.Set("Authorization", "Bearer "+token)
-		return nil
-	}
 	var body []byte
 	if req.Body != nil {
 		body, _ = io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	sum := sha256.Sum256(body)
-	creds, err := t.sigv4.Credentials.Retrieve(req.Context())
-	if err != nil {
-		return err
-	}
-	return v4.NewSigner().SignHTTP(req.Context(), creds, req, hex.EncodeToString(sum[:]), "execute-api", t.sigv4.Region, time.Now())
+	return apiclient.Authorize(req, body, token, t.sigv4)
 }
