@@ -64,9 +64,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzCanonicalize$$' -fuzztime=$(FUZZTIME) ./internal/jcs
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateKey$$' -fuzztime=$(FUZZTIME) ./internal/admission
 
-# Figures for docs/performance.md, against DynamoDB Local.
+# Figures for docs/performance.md, against DynamoDB Local; one package at a time, so
+# benchmarks do not compete for the 2 cores.
 bench: deps ddb-install
-	$(WITH_DDB) $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./internal/...
+	$(WITH_DDB) $(GO) test -p 1 -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./internal/...
 
 # Release build: every function for linux/arm64 (-tags lambda.norpc, trimmed, stripped),
 # zipped into dist/<function>.zip for CDK; prints binary and zip sizes.
