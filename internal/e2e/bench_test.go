@@ -57,7 +57,9 @@ func BenchmarkDispatchThroughput(b *testing.B) {
 	c := alice(b)
 	const batch = 100
 	var rates []float64
-	for i := 0; i < b.N; i++ {
+	// One untimed round first: the first burst after start-up pays for warming DynamoDB
+	// Local's JVM and kumo, and would otherwise be the only sample of a short run.
+	for i := -1; i < b.N; i++ {
 		stack.Pause("dispatcher", "reconciler")
 		time.Sleep(300 * time.Millisecond)
 		ids := make([]string, batch)
@@ -84,7 +86,9 @@ func BenchmarkDispatchThroughput(b *testing.B) {
 				time.Sleep(5 * time.Millisecond)
 			}
 		}
-		rates = append(rates, batch/time.Since(start).Seconds())
+		if i >= 0 {
+			rates = append(rates, batch/time.Since(start).Seconds())
+		}
 	}
 	sort.Float64s(rates)
 	b.ReportMetric(rates[len(rates)/2], "dispatched/s")
