@@ -268,7 +268,6 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 
 	machines, _ := json.Marshal(s.StateMachines)
 	env := []string{
-		"AWS_LAMBDA_RUNTIME_API=" + EdgeAddr + "/_runtime/", // completed per function below
 		"AWS_ENDPOINT_URL=" + s.EdgeURL,
 		"AWS_REGION=" + region,
 		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
@@ -292,8 +291,8 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	inv := invoker{client: s.Lambda}
 	var procs []*process
 	for _, f := range fns {
-		fenv := append([]string{}, env...)
-		fenv[0] += f.name
+		// Each function polls kumo's Runtime API under its own name.
+		fenv := append([]string{"AWS_LAMBDA_RUNTIME_API=" + EdgeAddr + "/_runtime/" + f.name}, env...)
 		p := &process{f: f, path: filepath.Join(bin, f.name), env: fenv, out: opts.Output}
 		if err := p.start(); err != nil {
 			return nil, err
