@@ -35,9 +35,6 @@ func AcceptedOperation(rec events.DynamoDBEventRecord) (string, bool) {
 // accepted facts only, so the function is not invoked for anything else.
 const AcceptedFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["accepted"]},"sk":{"S":[{"prefix":"FACT#"}]}}}}`
 
-// FactFilter matches every inserted fact (the notifier's mapping).
-const FactFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"sk":{"S":[{"prefix":"FACT#"}]}}}}`
-
 // ProjectionFilter matches inserts and updates of operations' projections: each is one
 // committed state change (the notifier's mapping).
 const ProjectionFilter = `{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{"sk":{"S":["META"]}}}}`

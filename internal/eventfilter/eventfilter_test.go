@@ -34,13 +34,14 @@ func TestAcceptedFilter(t *testing.T) {
 	}
 }
 
-func TestFactFilterAndNumbers(t *testing.T) {
-	p, err := Compile(dynamo.FactFilter)
+func TestProjectionFilterAndNumbers(t *testing.T) {
+	p, err := Compile(dynamo.ProjectionFilter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Match(record("INSERT", "FACT#00000003", "succeeded")) || p.Match(record("INSERT", "LOCK", "")) {
-		t.Fatal("fact filter")
+	if !p.Match(record("MODIFY", "META", "")) || !p.Match(record("INSERT", "META", "")) ||
+		p.Match(record("INSERT", "FACT#00000003", "succeeded")) || p.Match(record("REMOVE", "META", "")) {
+		t.Fatal("projection filter")
 	}
 	n, _ := Compile(`{"size":[1, 2.5]}`)
 	if !n.Match([]byte(`{"size":2.5}`)) || n.Match([]byte(`{"size":3}`)) || n.Match([]byte(`{}`)) {

@@ -66,6 +66,7 @@ func (p *Poller) Run(ctx context.Context) error {
 		p.HTTP = &http.Client{Timeout: 30 * time.Second}
 	}
 	iterators := map[string]string{} // shard → next iterator ("" when the shard is closed)
+	var discovered time.Time
 	for {
 		if p.Paused != nil && p.Paused() {
 			select {
@@ -75,8 +76,14 @@ func (p *Poller) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		if err := p.discover(ctx, iterators); err != nil && ctx.Err() == nil {
-			p.Log.WarnContext(ctx, "describe stream", "error", err.Error())
+		// Shards change rarely (DynamoDB rolls them over every few hours): describe the
+		// stream now and then, not on every read.
+		if time.Since(discovered) >= discoverEvery {
+			if err := p.discover(ctx, iterators); err != nil && ctx.Err() == nil {
+				p.Log.WarnContext(ctx, "describe stream", "error", err.Error())
+			} else {
+				discovered = time.Now()
+			}
 		}
 		busy := false
 		for shard, it := range iterators {
@@ -104,6 +111,9 @@ func (p *Poller) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// discoverEvery is how often the poller looks for new shards.
+const discoverEvery = 5 * time.Second
 
 // discover adds shards not seen yet, reading each from the mapping's starting position.
 func (p *Poller) discover(ctx context.Context, iterators map[string]string) error {
