@@ -61,8 +61,8 @@ unit:
 
 # Short fixed fuzz runs of the parsers that face clients.
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzCanonicalize$$' -fuzztime=$(FUZZTIME) ./internal/jcs
-	$(GO) test -run='^$$' -fuzz='^FuzzValidateKey$$' -fuzztime=$(FUZZTIME) ./internal/admission
+	$(GO) test -run='^$$' -fuzz='^FuzzCanonicalize$$' -fuzztime=$(FUZZTIME) ./internal/core/jcs
+	$(GO) test -run='^$$' -fuzz='^FuzzValidateKey$$' -fuzztime=$(FUZZTIME) ./internal/core/admission
 
 # Figures for docs/performance.md, against DynamoDB Local; one package at a time, so
 # benchmarks do not compete for the 2 cores.

@@ -8,13 +8,13 @@ import (
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
 
-	"github.com/longrun-dev/longrun/internal/dynamo"
-	"github.com/longrun-dev/longrun/internal/eventfilter"
-	"github.com/longrun-dev/longrun/internal/eventsource"
-	"github.com/longrun-dev/longrun/internal/httpapi"
-	"github.com/longrun-dev/longrun/internal/notify"
-	"github.com/longrun-dev/longrun/internal/recorder"
-	"github.com/longrun-dev/longrun/internal/worker"
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/local/eventfilter"
+	"github.com/longrun-dev/longrun/internal/service/httpapi"
+	"github.com/longrun-dev/longrun/internal/service/notify"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
+	"github.com/longrun-dev/longrun/internal/service/worker"
 )
 
 // strict decodes a sample into a function's input type, refusing unknown fields, so a

@@ -14,8 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/longrun-dev/longrun/internal/ddblocal"
-	"github.com/longrun-dev/longrun/internal/dynamotest"
+	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 )
 
 func main() {
@@ -44,7 +43,7 @@ func run(port int, command []string) int {
 	}
 	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), dynamotest.EndpointEnv+"="+srv.Endpoint)
+	cmd.Env = append(os.Environ(), ddblocal.EndpointEnv+"="+srv.Endpoint)
 	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {

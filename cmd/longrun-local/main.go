@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/longrun-dev/longrun/internal/apigateway"
-	"github.com/longrun-dev/longrun/internal/devstack"
+	"github.com/longrun-dev/longrun/internal/local/apigateway"
+	"github.com/longrun-dev/longrun/internal/local/devstack"
 )
 
 func main() {

@@ -28,7 +28,7 @@ import (
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/longrun-dev/longrun/internal/apiclient"
+	"github.com/longrun-dev/longrun/internal/client/apiclient"
 )
 
 func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }

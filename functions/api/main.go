@@ -6,12 +6,12 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/longrun-dev/longrun/internal/admission"
-	"github.com/longrun-dev/longrun/internal/config"
-	"github.com/longrun-dev/longrun/internal/httpapi"
-	"github.com/longrun-dev/longrun/internal/ids"
-	"github.com/longrun-dev/longrun/internal/intent"
-	"github.com/longrun-dev/longrun/internal/optype"
+	"github.com/longrun-dev/longrun/internal/aws/config"
+	"github.com/longrun-dev/longrun/internal/core/admission"
+	"github.com/longrun-dev/longrun/internal/core/ids"
+	"github.com/longrun-dev/longrun/internal/core/intent"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/service/httpapi"
 )
 
 func main() {

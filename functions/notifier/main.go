@@ -4,15 +4,15 @@ package main
 
 import (
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 
-	"github.com/longrun-dev/longrun/internal/config"
-	"github.com/longrun-dev/longrun/internal/eventbus"
-	"github.com/longrun-dev/longrun/internal/notify"
+	"github.com/longrun-dev/longrun/internal/aws/config"
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/eventbridge"
+	"github.com/longrun-dev/longrun/internal/service/notify"
 )
 
 func main() {
 	fn := config.MustFunction("LONGRUN_EVENT_BUS")
-	n := &notify.Notifier{Bus: &eventbus.Bus{Client: eventbridge.NewFromConfig(fn.AWS), Name: fn.Config.EventBus}, Log: fn.Log}
+	n := &notify.Notifier{Bus: eventbridge.NewBus(fn.AWS, fn.Config.EventBus), Changes: dynamo.ProjectionChange, Log: fn.Log}
 	lambda.Start(n.HandleStream)
 }

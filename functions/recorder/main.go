@@ -6,8 +6,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/longrun-dev/longrun/internal/config"
-	"github.com/longrun-dev/longrun/internal/recorder"
+	"github.com/longrun-dev/longrun/internal/aws/config"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 func main() {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/longrun-dev/longrun/internal/config"
-	"github.com/longrun-dev/longrun/internal/worker"
+	"github.com/longrun-dev/longrun/internal/aws/config"
+	"github.com/longrun-dev/longrun/internal/service/worker"
 )
 
 func main() {

@@ -2,7 +2,7 @@
 // the workflows, the REST API, the event bus, the reconciler's schedule, dead-letter queues
 // and alarms. Its settings come from the same Go sources the local stack uses: the table
 // from dynamo.TableSpec, the mappings from eventsource.Mappings, the workflow from
-// workflow.Template, the operation types from optype.Builtin.
+// stepfunctions.Template, the operation types from optype.Builtin.
 package stack
 
 import (
@@ -25,10 +25,10 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/longrun-dev/longrun/internal/dynamo"
-	"github.com/longrun-dev/longrun/internal/eventsource"
-	"github.com/longrun-dev/longrun/internal/optype"
-	"github.com/longrun-dev/longrun/internal/workflow"
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/core/optype"
 )
 
 // Props configure one stage.
@@ -116,14 +116,14 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	var executorNames []string
 	for _, tname := range optype.Builtin().Names() {
 		typ, _ := optype.Builtin().Lookup(tname)
-		worker := fn(workflow.FunctionName(typ.Executor), workerSettingsMemory, workerSettingsTimeout, nil)
+		worker := fn(stepfunctions.FunctionName(typ.Executor), workerSettingsMemory, workerSettingsTimeout, nil)
 		sm := awsstepfunctions.NewStateMachine(stack, jsii.String(title(typ.Executor)+"Workflow"), &awsstepfunctions.StateMachineProps{
 			StateMachineName: name(typ.Executor),
 			StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
-			DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(jsii.String(workflow.Template())),
+			DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(jsii.String(stepfunctions.Template())),
 			DefinitionSubstitutions: &map[string]*string{
-				workflow.WorkerFunctionArn:   worker.FunctionArn(),
-				workflow.RecorderFunctionArn: recorder.FunctionArn(),
+				stepfunctions.WorkerFunctionArn:   worker.FunctionArn(),
+				stepfunctions.RecorderFunctionArn: recorder.FunctionArn(),
 			},
 		})
 		worker.GrantInvoke(sm)
@@ -154,7 +154,7 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	grantData(table, recorder, true)
 	grantData(table, reconciler, true, dynamo.IndexDue)
 	for _, e := range executorNames {
-		grantData(table, fns[workflow.FunctionName(e)], false)
+		grantData(table, fns[stepfunctions.FunctionName(e)], false)
 	}
 	for _, f := range []awslambda.Function{dispatcher, reconciler} {
 		grantExecutions(stack, f, machines, executorNames)
@@ -261,7 +261,7 @@ func grantExecutions(stack awscdk.Stack, f awslambda.Function, machines map[stri
 	}))
 }
 
-// mapping attaches a stream event source with the settings of internal/eventsource.
+// mapping attaches a stream event source with the settings of internal/aws/eventsource.
 func mapping(f awslambda.Function, table awsdynamodb.Table, m eventsource.Mapping, dlq awssqs.Queue) {
 	var pattern map[string]interface{}
 	if err := json.Unmarshal([]byte(m.Filter), &pattern); err != nil {

@@ -16,9 +16,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/longrun-dev/longrun/infra/stack"
-	"github.com/longrun-dev/longrun/internal/dynamo"
-	"github.com/longrun-dev/longrun/internal/eventsource"
-	"github.com/longrun-dev/longrun/internal/workflow"
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 )
 
 func TestMain(m *testing.M) {
@@ -113,7 +113,7 @@ func (tpl *template) functionID(t *testing.T, name string) string {
 
 func dev(t *testing.T) *template { return synthesize(t, stack.Props{Stage: "dev"}) }
 
-// The stream mappings are exactly the local pollers' settings (internal/eventsource).
+// The stream mappings are exactly the local pollers' settings (internal/aws/eventsource).
 func TestStreamMappingsMatchTheLocalPollers(t *testing.T) {
 	tpl := dev(t)
 	mappings := tpl.of("AWS::Lambda::EventSourceMapping")
@@ -305,7 +305,7 @@ func TestWorkflowsComeFromTheTemplate(t *testing.T) {
 	}
 	for id, m := range machines {
 		subs := m.Properties["DefinitionSubstitutions"].(map[string]any)
-		if subs[workflow.WorkerFunctionArn] == nil || subs[workflow.RecorderFunctionArn] == nil {
+		if subs[stepfunctions.WorkerFunctionArn] == nil || subs[stepfunctions.RecorderFunctionArn] == nil {
 			t.Errorf("%s: substitutions %v", id, subs)
 		}
 		if m.Properties["StateMachineType"] != "STANDARD" {
@@ -319,7 +319,7 @@ func TestWorkflowsComeFromTheTemplate(t *testing.T) {
 		}
 	}()
 	tpl.cdk.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), &map[string]any{
-		"DefinitionString": workflow.Template(),
+		"DefinitionString": stepfunctions.Template(),
 	})
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/longrun-dev/longrun/internal/operation"
+	"github.com/longrun-dev/longrun/internal/core/operation"
 )
 
 func percentile(d []time.Duration, p float64) float64 {

@@ -17,14 +17,14 @@ import (
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/longrun-dev/longrun/internal/deadletter"
-	"github.com/longrun-dev/longrun/internal/dispatch"
-	"github.com/longrun-dev/longrun/internal/dynamo"
-	"github.com/longrun-dev/longrun/internal/dynamotest"
-	"github.com/longrun-dev/longrun/internal/fakeexecutor"
-	"github.com/longrun-dev/longrun/internal/operation"
-	"github.com/longrun-dev/longrun/internal/optype"
-	"github.com/longrun-dev/longrun/internal/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	deadletters "github.com/longrun-dev/longrun/internal/aws/sqs"
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/service/dispatch"
+	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
+	"github.com/longrun-dev/longrun/internal/testkit/fakeexecutor"
 )
 
 // crashingExecutor wraps the real Step Functions adapter to die at a chosen point.
@@ -47,9 +47,13 @@ func (c crashingExecutor) Start(ctx context.Context, workflow, name string, inpu
 }
 
 func dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
-	return &dispatch.Dispatcher{Store: store(), Executor: exec, Registry: optype.Builtin(),
-		DeadLetters: &deadletter.Queue{Client: stack.SQS, URL: stack.DeadLetterQueueURL},
-		Now:         time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation}
+	d, err := dispatch.New(dispatch.Dispatcher{Store: store(), Executor: exec, Registry: optype.Builtin(),
+		DeadLetters: &deadletters.Queue{Client: stack.SQS, URL: stack.DeadLetterQueueURL},
+		Now:         time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation})
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 func realExecutor() *stepfunctions.Executor {

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
-	"github.com/longrun-dev/longrun/internal/operation"
+	"github.com/longrun-dev/longrun/internal/core/operation"
 )
 
 // waitState polls (quickly: this is a test watching a transition) until id is in state.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/longrun-dev/longrun/internal/worker"
+	"github.com/longrun-dev/longrun/internal/service/worker"
 )
 
 func TestCreatePollSucceeded(t *testing.T) {

@@ -22,10 +22,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
-	"github.com/longrun-dev/longrun/internal/ddblocal"
-	"github.com/longrun-dev/longrun/internal/devstack"
-	"github.com/longrun-dev/longrun/internal/dynamo"
-	"github.com/longrun-dev/longrun/internal/operation"
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/local/ddblocal"
+	"github.com/longrun-dev/longrun/internal/local/devstack"
 )
 
 var stack *target

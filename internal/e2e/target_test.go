@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/longrun-dev/longrun/internal/apiclient"
-	"github.com/longrun-dev/longrun/internal/devstack"
+	"github.com/longrun-dev/longrun/internal/client/apiclient"
+	"github.com/longrun-dev/longrun/internal/local/devstack"
 )
 
 // target is what the suite runs against: the local stack it starts itself (the default,

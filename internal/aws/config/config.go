@@ -1,0 +1,108 @@
+// Package config reads a function's settings from its environment, the one way settings
+// reach a Lambda function (CDK and the local stack set the same variables).
+package config
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/longrun-dev/longrun/internal/core/admission"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+)
+
+// Config holds every function's settings.
+type Config struct {
+	Table  string        // LONGRUN_TABLE
+	Window time.Duration // LONGRUN_IDEMPOTENCY_WINDOW, e.g. "24h"
+	Quota  int           // LONGRUN_QUOTA: active operations per tenant; 0 disables
+	// StateMachines maps workflow names to state machine ARNs (LONGRUN_STATE_MACHINES, a
+	// JSON object); the dispatcher needs it.
+	StateMachines map[string]string
+	// DeadLetterQueueURL receives poison records (LONGRUN_DEAD_LETTER_QUEUE_URL).
+	DeadLetterQueueURL string
+	// EventBus is the EventBridge bus the notifier publishes to (LONGRUN_EVENT_BUS).
+	EventBus string
+	// Leases are the reconciler's leases (LONGRUN_LEASE_DISPATCH, _CHECK, _CANCEL,
+	// _DEADLINE as durations); every writer stamps due times with them.
+	Leases operation.Leases
+}
+
+// FromEnv reads Config, applying the contract's defaults.
+func FromEnv() (Config, error) {
+	c := Config{Table: os.Getenv("LONGRUN_TABLE"), Window: admission.DefaultWindow, Quota: admission.DefaultQuota}
+	if c.Table == "" {
+		return c, fmt.Errorf("config: LONGRUN_TABLE is required")
+	}
+	if v := os.Getenv("LONGRUN_IDEMPOTENCY_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("config: LONGRUN_IDEMPOTENCY_WINDOW=%q is not a positive duration", v)
+		}
+		c.Window = d
+	}
+	if v := os.Getenv("LONGRUN_QUOTA"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("config: LONGRUN_QUOTA=%q is not a non-negative integer", v)
+		}
+		c.Quota = n
+	}
+	if v := os.Getenv("LONGRUN_STATE_MACHINES"); v != "" {
+		if err := json.Unmarshal([]byte(v), &c.StateMachines); err != nil {
+			return c, fmt.Errorf("config: LONGRUN_STATE_MACHINES is not a JSON object of names to ARNs: %w", err)
+		}
+	}
+	c.DeadLetterQueueURL = os.Getenv("LONGRUN_DEAD_LETTER_QUEUE_URL")
+	c.EventBus = os.Getenv("LONGRUN_EVENT_BUS")
+	c.Leases = operation.DefaultLeases()
+	for name, d := range map[string]*time.Duration{
+		"LONGRUN_LEASE_DISPATCH": &c.Leases.Dispatch, "LONGRUN_LEASE_CHECK": &c.Leases.Check,
+		"LONGRUN_LEASE_CANCEL": &c.Leases.Cancel, "LONGRUN_LEASE_DEADLINE": &c.Leases.Deadline,
+	} {
+		if v := os.Getenv(name); v != "" {
+			parsed, err := time.ParseDuration(v)
+			if err != nil || parsed <= 0 {
+				return c, fmt.Errorf("config: %s=%q is not a positive duration", name, v)
+			}
+			*d = parsed
+		}
+	}
+	return c, nil
+}
+
+// Require fails unless every named setting is present, so a function misconfigured at
+// deploy time fails at start, not on its first event.
+func (c Config) Require(names ...string) error {
+	for _, n := range names {
+		switch {
+		case n == "LONGRUN_STATE_MACHINES" && len(c.StateMachines) == 0,
+			n == "LONGRUN_DEAD_LETTER_QUEUE_URL" && c.DeadLetterQueueURL == "",
+			n == "LONGRUN_EVENT_BUS" && c.EventBus == "":
+			return fmt.Errorf("config: %s is required", n)
+		}
+	}
+	return nil
+}
+
+// AWS loads the SDK configuration the standard way (region, credentials and endpoint
+// overrides such as AWS_ENDPOINT_URL come from the environment).
+func AWS(ctx context.Context) (aws.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return cfg, fmt.Errorf("config: load AWS configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// Logger is the JSON logger every function uses.
+func Logger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

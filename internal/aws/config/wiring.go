@@ -1,0 +1,72 @@
+package config
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/sqs"
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/service/dispatch"
+)
+
+// Function is what every function's main starts from: its settings, the AWS configuration,
+// the logger and the table. It exits the process with a logged reason when any is missing.
+type Function struct {
+	Config Config
+	AWS    aws.Config
+	Log    *slog.Logger
+	Store  *dynamo.Store
+}
+
+// MustFunction loads the settings a function needs; required names as for Require.
+func MustFunction(required ...string) Function {
+	log := Logger()
+	cfg, err := FromEnv()
+	if err == nil {
+		err = cfg.Require(required...)
+	}
+	if err != nil {
+		exit(log, err)
+	}
+	awsCfg, err := AWS(context.Background())
+	if err != nil {
+		exit(log, err)
+	}
+	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		// DynamoDB Local's error responses carry a CRC32 that does not match; the SDK then
+		// warns on every conditional failure. Only the local stack sets this.
+		o.DisableValidateResponseChecksum = os.Getenv("LONGRUN_DYNAMODB_SKIP_CRC32") == "true"
+	})
+	store := dynamo.New(client, cfg.Table)
+	store.Leases = cfg.Leases
+	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store}
+}
+
+// Executor is the Step Functions executor of the configured state machines.
+func (f Function) Executor() *stepfunctions.Executor {
+	return stepfunctions.NewExecutor(f.AWS, f.Config.StateMachines)
+}
+
+// Dispatcher is the dispatcher the dispatcher and reconciler functions share: the table, the
+// built-in types, the dead-letter queue and exec.
+func (f Function) Dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
+	d, err := dispatch.New(dispatch.Dispatcher{Store: f.Store, Executor: exec, Registry: optype.Builtin(),
+		DeadLetters: sqs.NewDeadLetters(f.AWS, f.Config.DeadLetterQueueURL),
+		Now:         time.Now, Log: f.Log, Accepted: dynamo.AcceptedOperation})
+	if err != nil {
+		exit(f.Log, err)
+	}
+	return d
+}
+
+func exit(log *slog.Logger, err error) {
+	log.Error("configuration", "error", err.Error())
+	os.Exit(1)
+}

@@ -1,0 +1,121 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+	"github.com/longrun-dev/longrun/internal/service/httpapi"
+)
+
+// maxListPages bounds the index pages one list request reads when filters skip items, so a
+// sparse filter costs a short page and a cursor, never an unbounded walk.
+const maxListPages = 10
+
+// cursor is the position after which the next page starts. It is bound to the scope and
+// the filters it was made for; it carries nothing the caller could not see.
+type cursor struct {
+	Scope string `json:"s"`
+	Query string `json:"q"`
+	After string `json:"a"` // operation id
+}
+
+// List returns one page and the cursor of the next ("" when there is none). It reads the
+// scope index only: never a scan, never another caller's partition.
+func (s *Store) List(ctx context.Context, q httpapi.ListQuery) ([]operation.Representation, string, error) {
+	scope := scopeKey(q.Tenant, q.Principal)
+	filters := string(q.State) + "|" + q.Type
+	in := &dynamodb.QueryInput{
+		TableName:                 &s.Table,
+		IndexName:                 aws.String(IndexByScope),
+		KeyConditionExpression:    aws.String("gsi1pk = :scope"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":scope": str(scope)},
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(q.Limit)),
+	}
+	var conds []string
+	if q.State != "" {
+		conds = append(conds, "#state = :state")
+		in.ExpressionAttributeValues[":state"] = str(string(q.State))
+	}
+	if q.Type != "" {
+		conds = append(conds, "#type = :type")
+		in.ExpressionAttributeValues[":type"] = str(q.Type)
+	}
+	if len(conds) > 0 {
+		in.FilterExpression = aws.String(strings.Join(conds, " AND "))
+		in.ExpressionAttributeNames = map[string]string{}
+		if q.State != "" {
+			in.ExpressionAttributeNames["#state"] = attrState
+		}
+		if q.Type != "" {
+			in.ExpressionAttributeNames["#type"] = attrType
+		}
+	}
+	if q.Cursor != "" {
+		c, err := decodeCursor(q.Cursor)
+		if err != nil || c.Scope != scope || c.Query != filters {
+			return nil, "", &problem.Error{Code: problem.InvalidInput, Detail: "The cursor is not valid for this caller and these filters.",
+				Fields: []problem.FieldError{{Pointer: "/cursor", Detail: "not a cursor of this list"}}}
+		}
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			attrGSI1PK: str(scope), attrGSI1SK: str(c.After), attrPK: str(operationPK(c.After)), attrSK: str(skMeta),
+		}
+	}
+
+	var items []operation.Representation
+	last := "" // id after which the next page starts
+	for page := 0; page < maxListPages; page++ {
+		out, err := s.Client.Query(ctx, in)
+		if err != nil {
+			return nil, "", classify(err)
+		}
+		for i, item := range out.Items {
+			rep, err := decodeRep(item)
+			if err != nil {
+				return nil, "", problem.Wrap(problem.Internal, err, "An internal error occurred.")
+			}
+			items = append(items, rep)
+			last = rep.OperationID
+			if len(items) == q.Limit {
+				// More may follow unless this was the index's very last item.
+				if i == len(out.Items)-1 && len(out.LastEvaluatedKey) == 0 {
+					return items, "", nil
+				}
+				return items, encodeCursor(cursor{Scope: scope, Query: filters, After: last}), nil
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return items, "", nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+		last = out.LastEvaluatedKey[attrGSI1SK].(*types.AttributeValueMemberS).Value
+	}
+	// The filters skipped too much to fill the page within bounded work: hand back what was
+	// found and where to go on.
+	return items, encodeCursor(cursor{Scope: scope, Query: filters, After: last}), nil
+}
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, error) {
+	var c cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, err
+	}
+	return c, nil
+}

@@ -1,0 +1,114 @@
+// Package stepfunctions is the Step Functions adapter of the executor port: one Standard
+// execution per operation, named after the operation id.
+package stepfunctions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/longrun-dev/longrun/internal/service/dispatch"
+	"github.com/longrun-dev/longrun/internal/service/reconcile"
+)
+
+// Client is the part of the Step Functions API the adapter uses.
+type Client interface {
+	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, opts ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, opts ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
+	StopExecution(ctx context.Context, in *sfn.StopExecutionInput, opts ...func(*sfn.Options)) (*sfn.StopExecutionOutput, error)
+}
+
+// Executor starts and stops executions. StateMachines maps a type's workflow name
+// (optype.Type.Executor) to its state machine ARN.
+type Executor struct {
+	Client        Client
+	StateMachines map[string]string
+}
+
+// NewExecutor is the executor of the given state machines, reached with cfg.
+func NewExecutor(cfg aws.Config, stateMachines map[string]string) *Executor {
+	return &Executor{Client: sfn.NewFromConfig(cfg), StateMachines: stateMachines}
+}
+
+// Start starts the execution called name. An execution of that name is already there when
+// a previous dispatch crashed after starting it: that is reported as ErrAlreadyStarted with
+// the existing execution's ARN, confirmed with DescribeExecution. (AWS answers a same-name,
+// same-input start of a running execution with success instead; both end the same.)
+func (e *Executor) Start(ctx context.Context, workflow, name string, input []byte) (string, error) {
+	machine, ok := e.StateMachines[workflow]
+	if !ok {
+		return "", fmt.Errorf("%w: no state machine configured for workflow %q", dispatch.ErrPermanent, workflow)
+	}
+	out, err := e.Client.StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(machine), Name: aws.String(name), Input: aws.String(string(input)),
+	})
+	var exists *types.ExecutionAlreadyExists
+	switch {
+	case errors.As(err, &exists):
+		ref := ExecutionARN(machine, name)
+		if _, err := e.Client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(ref)}); err != nil {
+			return "", fmt.Errorf("describe existing execution: %w", err)
+		}
+		return ref, dispatch.ErrAlreadyStarted
+	case permanent(err):
+		return "", fmt.Errorf("%w: start execution: %v", dispatch.ErrPermanent, err)
+	case err != nil:
+		return "", fmt.Errorf("start execution: %w", err)
+	}
+	return aws.ToString(out.ExecutionArn), nil
+}
+
+// Stop stops an execution; one that is gone or already finished is fine.
+func (e *Executor) Stop(ctx context.Context, ref, cause string) error {
+	_, err := e.Client.StopExecution(ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(ref), Cause: aws.String(cause)})
+	var missing *types.ExecutionDoesNotExist
+	if err != nil && !errors.As(err, &missing) {
+		return fmt.Errorf("stop execution: %w", err)
+	}
+	return nil
+}
+
+// ExecutionARN derives an execution's ARN from its state machine's and its name.
+func ExecutionARN(stateMachine, name string) string {
+	return strings.Replace(stateMachine, ":stateMachine:", ":execution:", 1) + ":" + name
+}
+
+// permanent reports errors that retrying the same call cannot fix.
+func permanent(err error) bool {
+	var (
+		missing  *types.StateMachineDoesNotExist
+		deleting *types.StateMachineDeleting
+		arn      *types.InvalidArn
+		input    *types.InvalidExecutionInput
+		name     *types.InvalidName
+	)
+	return errors.As(err, &missing) || errors.As(err, &deleting) || errors.As(err, &arn) ||
+		errors.As(err, &input) || errors.As(err, &name)
+}
+
+// Describe reports the execution called name on workflow's state machine.
+func (e *Executor) Describe(ctx context.Context, workflow, name string) (reconcile.Execution, error) {
+	machine, ok := e.StateMachines[workflow]
+	if !ok {
+		return reconcile.Execution{}, fmt.Errorf("%w: no state machine configured for workflow %q", dispatch.ErrPermanent, workflow)
+	}
+	ref := ExecutionARN(machine, name)
+	out, err := e.Client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(ref)})
+	var missing *types.ExecutionDoesNotExist
+	switch {
+	case errors.As(err, &missing):
+		return reconcile.Execution{Ref: ref, Status: reconcile.Missing}, nil
+	case err != nil:
+		return reconcile.Execution{}, fmt.Errorf("describe execution: %w", err)
+	}
+	status := reconcile.Status(out.Status)
+	if out.Status == types.ExecutionStatusPendingRedrive {
+		status = reconcile.Failed
+	}
+	return reconcile.Execution{Ref: ref, Status: status, Output: []byte(aws.ToString(out.Output))}, nil
+}

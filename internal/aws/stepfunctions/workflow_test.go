@@ -1,0 +1,70 @@
+package stepfunctions
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestDefinition(t *testing.T) {
+	def, err := Definition(map[string]string{WorkerFunctionArn: "arn:w", RecorderFunctionArn: "arn:r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asl struct {
+		StartAt string
+		States  map[string]struct {
+			Type       string
+			Next       string
+			OutputPath string
+			Catch      []struct{ Next string }
+			Parameters map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(def), &asl); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if asl.States[asl.StartAt].Type != "Task" || !strings.Contains(def, `"arn:w"`) || !strings.Contains(def, `"arn:r"`) {
+		t.Fatal("substitution")
+	}
+	for name, s := range asl.States {
+		if s.Next != "" && asl.States[s.Next].Type == "" {
+			t.Errorf("%s: Next %q does not exist", name, s.Next)
+		}
+		// A Task with a Catch must not use OutputPath: emulators apply it to the Catch output.
+		if len(s.Catch) > 0 && s.OutputPath != "" {
+			t.Errorf("%s: OutputPath on a Task with a Catch", name)
+		}
+	}
+	// The definition may not rely on the context object or intrinsic functions, which the
+	// local emulator does not implement.
+	for _, banned := range []string{"$$.", "States.Format", "States.MathAdd", "States.Array"} {
+		if strings.Contains(def, banned) {
+			t.Errorf("definition uses %s", banned)
+		}
+	}
+	if _, err := Definition(map[string]string{WorkerFunctionArn: "arn:w"}); err == nil {
+		t.Fatal("a missing substitution must fail")
+	}
+}
+
+// A worker's failure must reach the recorder, never a retry: a retried step could act
+// twice. Only invocation failures where the function did not run are retried.
+func TestStepsAreNeverRetriedOnFunctionErrors(t *testing.T) {
+	var asl struct {
+		States map[string]struct {
+			Retry []struct{ ErrorEquals []string }
+		}
+	}
+	if err := json.Unmarshal([]byte(Template()), &asl); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range asl.States["Step"].Retry {
+		for _, e := range r.ErrorEquals {
+			switch e {
+			case "States.ALL", "States.TaskFailed", "Lambda.Unknown", "States.Timeout":
+				t.Errorf("the Step task retries %s", e)
+			}
+		}
+	}
+}

@@ -1,0 +1,264 @@
+// Package admission admits operations exactly once per idempotency key: it validates the
+// key and the request, computes the canonical fingerprint, and hands one all-or-nothing
+// intent to the store, which decides with condition expressions (never read-then-write).
+package admission
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/jcs"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+)
+
+const (
+	// MaxBodyBytes is the contract's admission body limit (64 KiB).
+	MaxBodyBytes = 64 << 10
+	// MaxKeyLen is the longest Idempotency-Key accepted.
+	MaxKeyLen = 128
+	// DefaultWindow is how long an idempotency record answers replays.
+	DefaultWindow = 24 * time.Hour
+	// DefaultQuota is the default number of active operations per tenant.
+	DefaultQuota = 1000
+	// Route is the route template admission serves; it is part of the fingerprint.
+	Route = "/v1/operations"
+)
+
+// Scope is the authenticated caller, resolved by the server, never from the request.
+type Scope struct {
+	Tenant    string
+	Principal string
+}
+
+// Request is one admission attempt as the HTTP layer parsed it.
+type Request struct {
+	Scope     Scope
+	Key       string
+	MediaType string // lowercased, parameters dropped
+	Body      []byte
+	// BasePath is the prefix of the API's base URL as the client called it ("" locally,
+	// "/prod" behind a stage); statusUrl and Location are built under it.
+	BasePath string
+}
+
+// Record is the stored idempotency record: the fingerprint it guards and the first
+// response, replayed byte for byte.
+type Record struct {
+	Fingerprint string
+	OperationID string
+	Status      int
+	Location    string
+	Body        []byte
+	ExpiresAt   time.Time
+}
+
+// Intent is everything one admission writes, in one transaction.
+type Intent struct {
+	Scope      Scope
+	Key        string
+	Now        time.Time
+	Record     Record
+	First      operation.Fact // the accepted fact, version 1
+	QuotaLimit int            // 0 disables the quota
+}
+
+// Store commits an Intent atomically. When the idempotency record already exists and has
+// not expired it returns that record (from the failed condition, in the same round trip)
+// and writes nothing. Target and quota conflicts are problem errors.
+type Store interface {
+	Admit(ctx context.Context, in Intent) (existing *Record, err error)
+}
+
+// Outcome is what the client gets back.
+type Outcome struct {
+	Record   Record
+	Replayed bool
+}
+
+// Service admits operations.
+type Service struct {
+	Store    Store
+	Registry *optype.Registry
+	Now      func() time.Time
+	NewID    func() string
+	Window   time.Duration
+	Quota    int
+}
+
+// Accepted is the 202 body (CONTRACT.md, "Admission response"), field order as there.
+type Accepted struct {
+	OperationID string          `json:"operationId"`
+	Type        string          `json:"type"`
+	Target      string          `json:"target"`
+	State       operation.State `json:"state"`
+	StatusURL   string          `json:"statusUrl"`
+	CreatedAt   string          `json:"createdAt"`
+}
+
+// StatusPath is an operation's path under basePath.
+func StatusPath(basePath, operationID string) string {
+	return basePath + Route + "/" + operationID
+}
+
+// Admit validates req and admits it, or replays the first response for its key.
+func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
+	if err := ValidateKey(req.Key); err != nil {
+		return Outcome{}, err
+	}
+	body, err := parseBody(req.MediaType, req.Body)
+	if err != nil {
+		return Outcome{}, err
+	}
+	typ, ok := s.Registry.Lookup(body.Type)
+	if !ok {
+		return Outcome{}, &problem.Error{Code: problem.UnsupportedOperationType,
+			Detail: fmt.Sprintf("Operation type %q is not registered.", truncate(body.Type, 64)),
+			Fields: []problem.FieldError{{Pointer: "/type", Detail: "not a registered operation type"}}}
+	}
+	id := s.NewID()
+	target, err := typ.Target(body.Input, id)
+	if err != nil {
+		return Outcome{}, err
+	}
+	fp, err := Fingerprint(req.MediaType, typ, target, body.Parsed)
+	if err != nil {
+		return Outcome{}, err
+	}
+	input, err := jcs.Marshal(body.Input)
+	if err != nil {
+		return Outcome{}, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+	}
+
+	now := s.Now()
+	location := StatusPath(req.BasePath, id)
+	first, err := json.Marshal(Accepted{OperationID: id, Type: typ.Name, Target: target, State: operation.Accepted,
+		StatusURL: location, CreatedAt: operation.FormatTime(now)})
+	if err != nil {
+		return Outcome{}, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+	}
+	rec := Record{Fingerprint: fp, OperationID: id, Status: http.StatusAccepted, Location: location, Body: first,
+		ExpiresAt: now.Add(s.window())}
+	in := Intent{Scope: req.Scope, Key: req.Key, Now: now, Record: rec, QuotaLimit: s.Quota,
+		First: operation.Fact{Version: 1, Kind: operation.KindAccepted, At: now, Source: operation.SourceAdmission,
+			Actor: req.Scope.Principal, Admission: &operation.Admission{Type: typ.Name, TypeVersion: typ.Version,
+				Target: target, Tenant: req.Scope.Tenant, Principal: req.Scope.Principal, Input: input,
+				QuotaReserved: s.Quota > 0}}}
+
+	existing, err := s.Store.Admit(ctx, in)
+	switch {
+	case err != nil:
+		return Outcome{}, err
+	case existing == nil || existing.OperationID == id:
+		// Our own write (an SDK retry of a commit that succeeded shows up as "exists").
+		return Outcome{Record: rec}, nil
+	case existing.Fingerprint != fp:
+		return Outcome{}, problem.New(problem.IdempotencyKeyReused,
+			"This Idempotency-Key was already used with a different request.")
+	default:
+		return Outcome{Record: *existing, Replayed: true}, nil
+	}
+}
+
+func (s *Service) window() time.Duration {
+	if s.Window > 0 {
+		return s.Window
+	}
+	return DefaultWindow
+}
+
+// ValidateKey checks an Idempotency-Key: 1–128 printable ASCII characters.
+func ValidateKey(key string) error {
+	if key == "" {
+		return problem.New(problem.InvalidIdempotencyKey, "The Idempotency-Key header is required.")
+	}
+	if len(key) > MaxKeyLen {
+		return problem.New(problem.InvalidIdempotencyKey, "The Idempotency-Key must be at most %d characters.", MaxKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return problem.New(problem.InvalidIdempotencyKey, "The Idempotency-Key must be printable ASCII (0x20-0x7E).")
+		}
+	}
+	return nil
+}
+
+type admissionBody struct {
+	Parsed any
+	Type   string
+	Input  map[string]any
+}
+
+// parseBody checks the size and parses strictly (duplicates, invalid UTF-8, depth) before
+// anything is stored.
+func parseBody(mediaType string, data []byte) (admissionBody, error) {
+	if len(data) > MaxBodyBytes {
+		return admissionBody{}, problem.New(problem.PayloadTooLarge, "The body must be at most %d bytes.", MaxBodyBytes)
+	}
+	if mediaType != "application/json" {
+		return admissionBody{}, problem.New(problem.InvalidInput, "Content-Type must be application/json.")
+	}
+	parsed, err := jcs.Parse(data)
+	if err != nil {
+		// jcs errors are written to be shown to clients (offsets and names, no internals).
+		return admissionBody{}, problem.Wrap(problem.InvalidInput, err, "The body is not acceptable JSON: %s.", err.Error())
+	}
+	obj, ok := parsed.(map[string]any)
+	if !ok {
+		return admissionBody{}, problem.Invalid(problem.FieldError{Pointer: "", Detail: "The body must be a JSON object."})
+	}
+	var fields []problem.FieldError
+	for name := range obj {
+		if name != "type" && name != "input" {
+			fields = append(fields, problem.FieldError{Pointer: "/" + name, Detail: fmt.Sprintf("%q is not a field of an admission request.", truncate(name, 64))})
+		}
+	}
+	typ, ok := obj["type"].(string)
+	if !ok || typ == "" {
+		fields = append(fields, problem.FieldError{Pointer: "/type", Detail: "type is required and must be a string."})
+	}
+	input, ok := obj["input"].(map[string]any)
+	if !ok {
+		fields = append(fields, problem.FieldError{Pointer: "/input", Detail: "input is required and must be a JSON object."})
+	}
+	if len(fields) > 0 {
+		return admissionBody{}, problem.Invalid(fields...)
+	}
+	return admissionBody{Parsed: parsed, Type: typ, Input: input}, nil
+}
+
+// Fingerprint is SHA-256 over the canonical (RFC 8785) form of everything that makes two
+// requests "the same": method, route template, media type, type and its version, canonical
+// target and the canonical body. Volatile headers are deliberately absent.
+func Fingerprint(mediaType string, typ optype.Type, target string, body any) (string, error) {
+	if typ.MintsTarget {
+		target = "" // minted per operation; a retry must still match
+	}
+	canonical, err := jcs.Marshal(map[string]any{
+		"method":      http.MethodPost,
+		"route":       Route,
+		"mediaType":   mediaType,
+		"type":        typ.Name,
+		"typeVersion": typ.Version,
+		"target":      target,
+		"body":        body,
+	})
+	if err != nil {
+		return "", problem.Wrap(problem.Internal, err, "An internal error occurred.")
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,137 @@
+package admission
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/jcs"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+)
+
+func validKey(k string) bool {
+	if len(k) < 1 || len(k) > 128 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func FuzzValidateKey(f *testing.F) {
+	for _, k := range []string{"", " ", "~", "a\tb", "clé", "8e03978e-40d5-43e8-bc93-6894a57f9324", strings.Repeat("k", 128), strings.Repeat("k", 129), "a\x7f", "\x00"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, k string) {
+		err := ValidateKey(k)
+		if (err == nil) != validKey(k) {
+			t.Fatalf("ValidateKey(%q) = %v", k, err)
+		}
+		if err != nil && problem.CodeOf(err) != problem.InvalidIdempotencyKey {
+			t.Fatalf("code %s", problem.CodeOf(err))
+		}
+	})
+}
+
+func fingerprint(t *testing.T, mediaType string, typ optype.Type, target, body string) string {
+	t.Helper()
+	parsed, err := jcs.Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := Fingerprint(mediaType, typ, target, parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fp
+}
+
+// Each component of the canonical request must move the fingerprint; formatting must not.
+func TestFingerprintComponents(t *testing.T) {
+	demo := optype.DemoTask()
+	body := `{"type":"demo.task","input":{"target":"a","steps":2}}`
+	base := fingerprint(t, "application/json", demo, "demo:a", body)
+	if len(base) != 64 {
+		t.Fatalf("not a SHA-256 hex digest: %s", base)
+	}
+	same := []string{
+		`{"input":{"steps":2,"target":"a"},"type":"demo.task"}`,
+		` { "type" : "demo.task" , "input" : { "target" : "\u0061" , "steps" : 2.0 } } `,
+		`{"type":"demo.task","input":{"target":"a","steps":20e-1}}`,
+	}
+	for _, b := range same {
+		if got := fingerprint(t, "application/json", demo, "demo:a", b); got != base {
+			t.Errorf("%s changed the fingerprint", b)
+		}
+	}
+	bumped := demo
+	bumped.Version = 2
+	differ := map[string]string{
+		"body":         fingerprint(t, "application/json", demo, "demo:a", `{"type":"demo.task","input":{"target":"a","steps":3}}`),
+		"media type":   fingerprint(t, "application/merge-patch+json", demo, "demo:a", body),
+		"type version": fingerprint(t, "application/json", bumped, "demo:a", body),
+		"target":       fingerprint(t, "application/json", demo, "demo:b", body),
+	}
+	for name, fp := range differ {
+		if fp == base {
+			t.Errorf("%s does not change the fingerprint", name)
+		}
+	}
+}
+
+// fakeStore answers like the DynamoDB store would, without a table: enough to test the
+// service's decisions, never the storage semantics (those run against DynamoDB Local).
+type fakeStore struct {
+	existing *Record
+	got      []Intent
+}
+
+func (s *fakeStore) Admit(_ context.Context, in Intent) (*Record, error) {
+	s.got = append(s.got, in)
+	if s.existing != nil && s.existing.OperationID == "own" {
+		r := in.Record
+		return &r, nil
+	}
+	return s.existing, nil
+}
+
+func service(store Store) *Service {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	return &Service{Store: store, Registry: optype.Builtin(), Now: func() time.Time { return now },
+		NewID: func() string { return "op_01ARYZ6S410000000000000000" }, Window: time.Hour, Quota: 5}
+}
+
+func TestOwnCommitSeenAgainIsNotAReplay(t *testing.T) {
+	// An SDK retry of a transaction that had committed finds the record it wrote itself.
+	store := &fakeStore{existing: &Record{OperationID: "own"}}
+	out, err := service(store).Admit(context.Background(), Request{Scope: Scope{"acme", "alice"}, Key: "k",
+		MediaType: "application/json", Body: []byte(`{"type":"demo.task","input":{"target":"a"}}`)})
+	if err != nil || out.Replayed {
+		t.Fatalf("out %+v err %v", out, err)
+	}
+}
+
+func TestIntentCarriesWindowQuotaAndScope(t *testing.T) {
+	store := &fakeStore{}
+	s := service(store)
+	_, err := s.Admit(context.Background(), Request{Scope: Scope{"acme", "alice"}, Key: "k", MediaType: "application/json",
+		Body: []byte(`{"type":"demo.task","input":{"target":"a"}}`), BasePath: "/prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := store.got[0]
+	if !in.Record.ExpiresAt.Equal(s.Now().Add(time.Hour)) || in.QuotaLimit != 5 || !in.First.Admission.QuotaReserved {
+		t.Fatalf("intent %+v", in)
+	}
+	if in.First.Admission.Tenant != "acme" || in.First.Admission.Principal != "alice" || in.Record.Location != "/prod/v1/operations/op_01ARYZ6S410000000000000000" {
+		t.Fatalf("intent %+v", in.First.Admission)
+	}
+	if string(in.First.Admission.Input) != `{"target":"a"}` {
+		t.Fatalf("stored input %s", in.First.Admission.Input)
+	}
+}

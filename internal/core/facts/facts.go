@@ -1,0 +1,48 @@
+// Package facts is the read-decide-append loop every writer after admission uses: read the
+// operation, decide which facts follow from what it is now, append them conditionally on
+// the version read, and on a conflict read again and decide again.
+package facts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/longrun-dev/longrun/internal/core/operation"
+)
+
+// Store reads and appends an operation's facts.
+type Store interface {
+	Load(ctx context.Context, id string) (operation.Operation, error)
+	Append(ctx context.Context, op operation.Operation, facts ...operation.Fact) (operation.Operation, error)
+}
+
+// Decide returns the facts to append given the operation as it is now; none means there is
+// nothing to do.
+type Decide func(op operation.Operation) ([]operation.Fact, error)
+
+// MaxAttempts bounds how often Update re-reads after losing a race. Writers per operation
+// are few (dispatcher, worker, recorder, a client's cancel), so a handful always suffices.
+const MaxAttempts = 5
+
+// Update applies decide to the latest version of operation id until its facts are appended
+// or it decides nothing. It returns the operation as it ends up.
+func Update(ctx context.Context, store Store, id string, decide Decide) (operation.Operation, error) {
+	var lastErr error
+	for range MaxAttempts {
+		op, err := store.Load(ctx, id)
+		if err != nil {
+			return op, err
+		}
+		facts, err := decide(op)
+		if err != nil || len(facts) == 0 {
+			return op, err
+		}
+		next, err := store.Append(ctx, op, facts...)
+		if !errors.Is(err, operation.ErrConflict) {
+			return next, err
+		}
+		lastErr = err
+	}
+	return operation.Operation{}, fmt.Errorf("operation %s kept changing: %w", id, lastErr)
+}

@@ -1,0 +1,99 @@
+// Package intent records what a client or an operator asks of an existing operation:
+// cancellation (a request to stop remaining work, never a rollback) and an operator's
+// resolution of an unknown outcome. Each is a fact appended on the version the caller saw.
+package intent
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+)
+
+// Service records intents.
+type Service struct {
+	Store facts.Store
+	Now   func() time.Time
+}
+
+// Visible decides whether the caller may see an operation; an invisible one is answered as
+// missing.
+type Visible func(op operation.Operation) bool
+
+// Cancel records cancellation intent on operation id. ifMatch, when not nil, is the
+// version the caller last saw; any other current version is version_mismatch. already is
+// true when the operation was canceled before this call (the call changed nothing).
+//
+// An operation whose work never started is canceled at once. A dispatched or running one
+// becomes cancelling: its workflow stops at the worker's next intent check (at most one
+// step later) and records canceled itself, so no step's result is lost by a stop racing
+// it; the reconciler stops an execution that fails to end within the cancel lease.
+func (s *Service) Cancel(ctx context.Context, id, actor string, visible Visible, ifMatch []int) (op operation.Operation, already bool, err error) {
+	op, err = facts.Update(ctx, s.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+		if !visible(op) {
+			return nil, problem.New(problem.NotFound, "No such operation.")
+		}
+		if ifMatch != nil && !contains(ifMatch, op.Version) {
+			return nil, problem.New(problem.VersionMismatch, "The operation is at version %d, not the version in If-Match.", op.Version).
+				WithOperation(op.ID)
+		}
+		now := s.Now()
+		request := operation.Fact{Kind: operation.KindCancelRequested, At: now, Source: operation.SourceClient, Actor: actor}
+		switch {
+		case op.State == operation.Canceled:
+			already = true
+			return nil, nil
+		case op.State == operation.Cancelling:
+			return nil, nil
+		case op.State == operation.Succeeded || op.State == operation.Failed:
+			return nil, problem.New(problem.AlreadyTerminal, "The operation already %s; cancellation cannot undo completed work.", op.State).
+				WithOperation(op.ID)
+		case op.State == operation.OutcomeUnknown:
+			return nil, problem.New(problem.AlreadyTerminal, "The operation's work has ended with an unknown outcome; it awaits an operator, and there is nothing left to stop.").
+				WithOperation(op.ID)
+		case op.State == operation.Accepted:
+			// Nothing started: the intent and its result are one decision.
+			return []operation.Fact{request, {Kind: operation.KindCanceled, At: now, Source: operation.SourceClient, Actor: actor}}, nil
+		default:
+			return []operation.Fact{request}, nil
+		}
+	})
+	return op, already, err
+}
+
+func contains(versions []int, v int) bool {
+	for _, x := range versions {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolution is an operator's settlement of an unknown outcome.
+type Resolution struct {
+	Outcome operation.Kind // KindSucceeded or KindFailed
+	Reason  string
+	Result  json.RawMessage    // with KindSucceeded
+	Problem *operation.Problem // with KindFailed
+}
+
+// Resolve records an operator's resolution of an outcome_unknown operation. Any other state
+// is already_terminal: only an unknown outcome needs an operator's word.
+func (s *Service) Resolve(ctx context.Context, id, operator string, r Resolution) (operation.Operation, error) {
+	return facts.Update(ctx, s.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+		if op.State != operation.OutcomeUnknown {
+			return nil, problem.New(problem.AlreadyTerminal, "The operation is %s, not outcome_unknown; there is nothing to resolve.", op.State).
+				WithOperation(op.ID)
+		}
+		f := operation.Fact{Kind: r.Outcome, At: s.Now(), Source: operation.SourceOperator, Actor: operator, Reason: r.Reason,
+			Result: r.Result, Problem: r.Problem}
+		if f.Kind == operation.KindFailed && f.Problem == nil {
+			f.Problem = operation.NewProblem("resolved_failed", "Resolved as failed", r.Reason)
+		}
+		return []operation.Fact{f}, nil
+	})
+}

@@ -1,0 +1,204 @@
+// Package ddblocal runs AWS's DynamoDB Local (from the git-ignored cache the Makefile fills)
+// as a child process, for tests, benchmarks and the local stack.
+package ddblocal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// CacheDir is where `make ddb-install` unpacks DynamoDB Local, relative to the module root.
+const CacheDir = ".cache/dynamodb-local"
+
+// EndpointEnv names the variable that points tests and the suite's processes at a running
+// DynamoDB Local (cmd/ddblocal sets it for the command it runs).
+const EndpointEnv = "LONGRUN_DYNAMODB_ENDPOINT"
+
+// Server is a running DynamoDB Local.
+type Server struct {
+	Endpoint string
+	cmd      *exec.Cmd
+	done     chan struct{}
+	output   *syncBuffer
+}
+
+// Options configure Start.
+type Options struct {
+	Dir  string // folder holding DynamoDBLocal.jar and DynamoDBLocal_lib; default: the module's cache
+	Port int    // 0 picks a free port
+	Host string // address to check and connect to; default 127.0.0.1
+}
+
+// Start launches DynamoDB Local in memory and waits until it answers. It fails fast with a
+// clear message when Java or the jar is missing, or the port is taken.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Dir == "" {
+		dir, err := DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.Dir = dir
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, errors.New("ddblocal: java not found on PATH: DynamoDB Local needs Java 17 or newer")
+	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, "DynamoDBLocal.jar")); err != nil {
+		return nil, fmt.Errorf("ddblocal: %s/DynamoDBLocal.jar is missing: run `make ddb-install`", opts.Dir)
+	}
+	if opts.Port == 0 {
+		if opts.Port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	// DynamoDB Local listens on all interfaces and keeps running when the port is taken, so
+	// check first rather than wait on a server that will never answer.
+	probe, err := net.Listen("tcp", ":"+strconv.Itoa(opts.Port))
+	if err != nil {
+		return nil, fmt.Errorf("ddblocal: port %d is taken: %w", opts.Port, err)
+	}
+	probe.Close()
+
+	cmd := exec.Command(java, "-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
+		"-inMemory", "-sharedDb", "-port", strconv.Itoa(opts.Port))
+	cmd.Dir = opts.Dir
+	// Without this it looks up a telemetry host before listening, which hangs offline.
+	cmd.Env = append(os.Environ(), "DDB_LOCAL_TELEMETRY=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("ddblocal: start java: %w", err)
+	}
+	s := &Server{Endpoint: "http://" + net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), cmd: cmd, done: make(chan struct{}), output: out}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		if strings.Contains(s.output.String(), "Failed to bind") {
+			return fmt.Errorf("ddblocal: DynamoDB Local could not bind %s", s.Endpoint)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint, strings.NewReader("{}"))
+		req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0")
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("ddblocal: DynamoDB Local exited: %s", lastLines(s.output.String(), 5))
+		case <-ctx.Done():
+			return fmt.Errorf("ddblocal: DynamoDB Local not ready at %s: %w", s.Endpoint, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the process and waits for it.
+func (s *Server) Stop() {
+	if s.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+}
+
+// DefaultDir finds the cache folder under the module root, or LONGRUN_DYNAMODB_LOCAL_DIR
+// when set.
+func DefaultDir() (string, error) {
+	if dir := os.Getenv("LONGRUN_DYNAMODB_LOCAL_DIR"); dir != "" {
+		return dir, nil
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, CacheDir), nil
+}
+
+// ModuleRoot is the nearest folder above the working directory that holds go.mod.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory; run from the longrun checkout or set LONGRUN_DYNAMODB_LOCAL_DIR")
+		}
+		dir = parent
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("ddblocal: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// syncBuffer collects the child's output for error messages.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 1<<20 {
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

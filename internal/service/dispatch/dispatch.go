@@ -1,0 +1,187 @@
+// Package dispatch is the outbox consumer: for each newly accepted operation it starts one
+// execution named after the operation id, at least once and never twice, and records the
+// dispatch as a fact. Cancellation intent that arrived first wins: nothing starts.
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+)
+
+// Executor runs an operation's workflow. Executions are named after the operation id, which
+// makes the name the downstream deduplication identity.
+type Executor interface {
+	// Start starts workflow's execution called name. It returns ErrAlreadyStarted (with the
+	// existing execution's reference) when an execution of that name exists.
+	Start(ctx context.Context, workflow, name string, input []byte) (ref string, err error)
+	// Stop stops a running execution; stopping a finished one is not an error.
+	Stop(ctx context.Context, ref, cause string) error
+}
+
+var (
+	// ErrAlreadyStarted means an execution with the name exists: the work was dispatched.
+	ErrAlreadyStarted = errors.New("execution already started")
+	// ErrPermanent marks an executor failure that retrying cannot fix (a missing workflow,
+	// rejected input); the record goes to the dead-letter queue instead of blocking the shard.
+	ErrPermanent = errors.New("permanent executor failure")
+)
+
+// DeadLetter is what the dead-letter queue receives for a record that cannot be processed.
+type DeadLetter struct {
+	OperationID string `json:"operationId"`
+	Reason      string `json:"reason"`
+	Source      string `json:"source"`
+}
+
+// DeadLetters receives poison records.
+type DeadLetters interface {
+	Send(ctx context.Context, letter DeadLetter) error
+}
+
+// Input is the execution's input: the operation id and the first step. Workers read
+// everything else from the facts, the one source of truth.
+type Input struct {
+	OperationID string `json:"operationId"`
+	Step        int    `json:"step"`
+}
+
+// Dispatcher starts executions for accepted operations. Make one with New.
+type Dispatcher struct {
+	Store       facts.Store
+	Executor    Executor
+	Registry    *optype.Registry
+	DeadLetters DeadLetters
+	Now         func() time.Time
+	Log         *slog.Logger
+	// Accepted reads the operation id from a stream record that inserts an accepted fact
+	// (the store's item format is the store adapter's business: dynamo.AcceptedOperation).
+	Accepted func(events.DynamoDBEventRecord) (id string, ok bool)
+}
+
+// New checks that every dependency of d is set and returns it ready to use. A dispatcher
+// missing one would fail on its first record instead of at start-up.
+func New(d Dispatcher) (*Dispatcher, error) {
+	var missing []string
+	for name, unset := range map[string]bool{
+		"Store": d.Store == nil, "Executor": d.Executor == nil, "Registry": d.Registry == nil,
+		"DeadLetters": d.DeadLetters == nil, "Now": d.Now == nil, "Log": d.Log == nil, "Accepted": d.Accepted == nil,
+	} {
+		if unset {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("dispatch: %s not set", strings.Join(missing, ", "))
+	}
+	return &d, nil
+}
+
+// Dispatch makes sure operation id has exactly one execution (or none, when cancellation
+// came first) and that the facts say so. Safe to call any number of times.
+func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
+	var started string // the execution this call started or found, if any
+	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+		switch {
+		case op.State.Terminal(), op.State != operation.Accepted && !(op.CancelRequested && op.Execution == ""):
+			return nil, nil // already dispatched, running or finished
+		case op.CancelRequested:
+			return []operation.Fact{d.fact(operation.KindCanceled, "")}, nil
+		}
+		typ, ok := d.Registry.Lookup(op.Type)
+		if !ok {
+			f := d.fact(operation.KindFailed, "")
+			f.Problem = operation.NewProblem("unsupported_operation_type", "Unsupported operation type",
+				fmt.Sprintf("No executor is registered for %q.", op.Type))
+			return []operation.Fact{f}, nil
+		}
+		if started == "" {
+			input, _ := json.Marshal(Input{OperationID: op.ID})
+			ref, err := d.Executor.Start(ctx, typ.Executor, op.ID, input)
+			if err != nil && !errors.Is(err, ErrAlreadyStarted) {
+				return nil, err
+			}
+			started = ref
+		}
+		return []operation.Fact{d.fact(operation.KindDispatched, started)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	// Cancellation won the race after this call started an execution: stop it, so the only
+	// execution there ever was does no more work. The worker would stop at its next intent
+	// check anyway; this spares it the wait.
+	if started != "" && op.CancelRequested && op.Execution == "" {
+		if err := d.Executor.Stop(ctx, started, "canceled before dispatch was recorded"); err != nil {
+			d.Log.WarnContext(ctx, "stop after cancel", "operation_id", id, "error", err.Error())
+		}
+	}
+	return nil
+}
+
+func (d *Dispatcher) fact(kind operation.Kind, execution string) operation.Fact {
+	return operation.Fact{Kind: kind, At: d.Now(), Source: operation.SourceDispatcher, Execution: execution}
+}
+
+// HandleStream processes a DynamoDB stream batch of accepted facts (the event source
+// mapping filters to those). Operations are independent, so the batch's records are
+// dispatched concurrently. Transient failures are reported per record so only they are
+// retried; poison records go to the dead-letter queue and do not block the shard.
+func (d *Dispatcher) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	failed := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	for i, rec := range ev.Records {
+		id, ok := d.Accepted(rec)
+		if !ok {
+			continue // not an accepted fact: nothing to dispatch
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			failed[i] = !d.handle(ctx, id, rec.Change.SequenceNumber)
+		}()
+	}
+	wg.Wait()
+	var resp events.DynamoDBEventResponse
+	for i, f := range failed {
+		if f {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: ev.Records[i].Change.SequenceNumber})
+		}
+	}
+	return resp, nil
+}
+
+// handle dispatches one record's operation and reports whether the record is done with.
+func (d *Dispatcher) handle(ctx context.Context, id, sequence string) bool {
+	log := d.Log.With("operation_id", id, "sequence", sequence)
+	err := d.Dispatch(ctx, id)
+	switch {
+	case err == nil:
+		log.InfoContext(ctx, "dispatched")
+		return true
+	case errors.Is(err, ErrPermanent) || problem.CodeOf(err) == problem.NotFound:
+		log.ErrorContext(ctx, "poison record", "error", err.Error())
+		if dlqErr := d.DeadLetters.Send(ctx, DeadLetter{OperationID: id, Reason: err.Error(), Source: "dispatcher"}); dlqErr != nil {
+			log.ErrorContext(ctx, "dead-letter queue", "error", dlqErr.Error())
+			return false
+		}
+		return true
+	default:
+		log.WarnContext(ctx, "dispatch failed; the record will be retried", "error", err.Error())
+		return false
+	}
+}

@@ -1,0 +1,323 @@
+// Package httpapi maps API Gateway REST proxy events to longrun's services and back: routes,
+// the caller's scope from the request context, problem+json errors and the contract's
+// headers. It is the only place that knows about HTTP.
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/longrun-dev/longrun/internal/core/admission"
+	"github.com/longrun-dev/longrun/internal/core/ids"
+	"github.com/longrun-dev/longrun/internal/core/intent"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+)
+
+// Admitter admits operations.
+type Admitter interface {
+	Admit(ctx context.Context, req admission.Request) (admission.Outcome, error)
+}
+
+// Operations reads operations: one folded from its facts, or a page of a caller's.
+type Operations interface {
+	Load(ctx context.Context, id string) (operation.Operation, error)
+	List(ctx context.Context, q ListQuery) ([]operation.Representation, string, error)
+}
+
+// Intents records cancellation and operator resolutions.
+type Intents interface {
+	Cancel(ctx context.Context, id, actor string, visible intent.Visible, ifMatch []int) (operation.Operation, bool, error)
+	Resolve(ctx context.Context, id, operator string, r intent.Resolution) (operation.Operation, error)
+}
+
+// Handler serves the /v1 API.
+type Handler struct {
+	Admission    Admitter
+	Operations   Operations
+	Intents      Intents
+	NewRequestID func() string
+	Log          *slog.Logger
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+const operationsPath = "/v1/operations"
+
+// Handle serves one API Gateway REST proxy event. It never returns an error to Lambda: every
+// failure is a problem response, so API Gateway never answers with its own 502.
+func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) (out events.APIGatewayProxyResponse, _ error) {
+	start := time.Now()
+	requestID := h.NewRequestID()
+	log := h.Log.With("request_id", requestID, "method", ev.HTTPMethod, "path", ev.Path)
+	if ev.RequestContext.RequestID != "" {
+		log = log.With("apigw_request_id", ev.RequestContext.RequestID) // logs only, never a response
+	}
+	var resp response
+	var opID string
+	defer func() {
+		if p := recover(); p != nil {
+			log.ErrorContext(ctx, "panic", "panic", fmt.Sprint(p))
+			resp = problemResponse(problem.New(problem.Internal, "panic"), requestID)
+		}
+		out = finish(resp, requestID)
+		log.InfoContext(ctx, "request", "status", resp.status, "operation_id", opID, "duration_ms", time.Since(start).Milliseconds())
+	}()
+
+	var err error
+	resp, opID, err = h.route(ctx, ev)
+	if err != nil {
+		pe := problem.As(err)
+		if pe.Code == problem.Internal || pe.Code == problem.Unavailable {
+			log.ErrorContext(ctx, "request failed", "code", pe.Code, "error", err.Error())
+		}
+		if opID == "" {
+			opID = pe.OperationID
+		}
+		resp = problemResponse(err, requestID)
+	}
+	return out, nil
+}
+
+func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (response, string, error) {
+	path := strings.TrimSuffix(ev.Path, "/")
+	scope, err := ScopeOf(ev.RequestContext)
+	if err != nil {
+		return response{}, "", err
+	}
+	if path == operationsPath {
+		switch ev.HTTPMethod {
+		case http.MethodPost:
+			return h.admit(ctx, ev, scope)
+		case http.MethodGet:
+			resp, err := h.list(ctx, ev, scope)
+			return resp, "", err
+		}
+	}
+	if rest, ok := strings.CutPrefix(path, operationsPath+"/"); ok {
+		id, action, _ := strings.Cut(rest, "/")
+		var resp response
+		var err error
+		switch {
+		case action == "" && ev.HTTPMethod == http.MethodGet:
+			resp, err = h.get(ctx, ev, scope, id)
+		case action == "cancel" && ev.HTTPMethod == http.MethodPost:
+			resp, err = h.cancel(ctx, ev, scope, id)
+		case action == "resolve" && ev.HTTPMethod == http.MethodPost:
+			resp, err = h.resolve(ctx, ev, scope, id)
+		default:
+			return response{}, "", problem.New(problem.NotFound, "No such route: %s %s.", ev.HTTPMethod, truncate(path, 128))
+		}
+		return resp, id, err
+	}
+	return response{}, "", problem.New(problem.NotFound, "No such route: %s %s.", ev.HTTPMethod, truncate(path, 128))
+}
+
+func (h *Handler) admit(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope) (response, string, error) {
+	keys := headerValues(ev, "Idempotency-Key")
+	if len(keys) > 1 {
+		return response{}, "", problem.New(problem.InvalidIdempotencyKey, "Send exactly one Idempotency-Key header.")
+	}
+	key := ""
+	if len(keys) == 1 {
+		key = keys[0]
+	}
+	payload, err := requestBody(ev)
+	if err != nil {
+		return response{}, "", err
+	}
+	out, err := h.Admission.Admit(ctx, admission.Request{Scope: scope, Key: key, MediaType: mediaType(ev),
+		Body: payload, BasePath: basePath(ev)})
+	if err != nil {
+		return response{}, "", err
+	}
+	header := http.Header{
+		"Content-Type": {"application/json"},
+		"Location":     {out.Record.Location},
+		"Retry-After":  {"1"},
+	}
+	if out.Replayed {
+		header.Set("Idempotent-Replayed", "true")
+	}
+	return response{status: out.Record.Status, header: header, body: out.Record.Body}, out.Record.OperationID, nil
+}
+
+func (h *Handler) get(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope, id string) (response, error) {
+	op, err := h.visible(ctx, scope, id)
+	if err != nil {
+		return response{}, err
+	}
+	return representation(op, admission.StatusPath(basePath(ev), op.ID))
+}
+
+// visible loads an operation the caller may see. Another scope's operation is answered
+// exactly like a missing one, so ids reveal nothing across tenants.
+func (h *Handler) visible(ctx context.Context, scope admission.Scope, id string) (operation.Operation, error) {
+	if !ids.Valid("op_", id) {
+		return operation.Operation{}, errNotFound()
+	}
+	op, err := h.Operations.Load(ctx, id)
+	if problem.CodeOf(err) == problem.NotFound {
+		return op, errNotFound()
+	}
+	if err != nil {
+		return op, err
+	}
+	if !owns(scope)(op) {
+		return operation.Operation{}, errNotFound()
+	}
+	return op, nil
+}
+
+func errNotFound() error { return problem.New(problem.NotFound, "No such operation.") }
+
+// owns is the visibility rule: an operation belongs to the scope that admitted it.
+func owns(scope admission.Scope) intent.Visible {
+	return func(op operation.Operation) bool { return op.Tenant == scope.Tenant && op.Principal == scope.Principal }
+}
+
+func representation(op operation.Operation, statusURL string) (response, error) {
+	b, err := json.Marshal(op.Represent(statusURL))
+	if err != nil {
+		return response{}, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+	}
+	header := http.Header{
+		"Content-Type": {"application/json"},
+		"ETag":         {strconv.Quote(strconv.Itoa(op.Version))},
+	}
+	if !op.State.Terminal() {
+		header.Set("Retry-After", pollAfter(op.State))
+	}
+	return response{status: http.StatusOK, header: header, body: b}, nil
+}
+
+// pollAfter suggests a polling interval: short while work moves, long while an operator is
+// needed.
+func pollAfter(s operation.State) string {
+	if s == operation.OutcomeUnknown {
+		return "30"
+	}
+	return "1"
+}
+
+// finish adds the headers every response carries.
+func finish(r response, requestID string) events.APIGatewayProxyResponse {
+	if r.header == nil {
+		r.header = http.Header{}
+	}
+	r.header.Set("X-Request-Id", requestID)
+	r.header.Set("Cache-Control", "no-store")
+	single := make(map[string]string, len(r.header))
+	for k, v := range r.header {
+		single[k] = v[0]
+	}
+	return events.APIGatewayProxyResponse{StatusCode: r.status, Headers: single, Body: string(r.body)}
+}
+
+// ScopeOf resolves the caller from what API Gateway's authorizer put in the request context:
+// a Lambda authorizer's (or the local shim's) tenant and principal, a Cognito JWT's claims,
+// or the IAM identity. Never from a header or the body.
+func ScopeOf(rc events.APIGatewayProxyRequestContext) (admission.Scope, error) {
+	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
+	if t, p := str(rc.Authorizer, "tenant"), str(rc.Authorizer, "principal"); t != "" && p != "" {
+		return admission.Scope{Tenant: t, Principal: p}, nil
+	}
+	if claims, ok := rc.Authorizer["claims"].(map[string]any); ok {
+		if t, p := str(claims, "custom:tenant"), str(claims, "sub"); t != "" && p != "" {
+			return admission.Scope{Tenant: t, Principal: p}, nil
+		}
+	}
+	// IAM (SigV4): the account is the tenant, the calling identity the principal.
+	if principal := firstOf(rc.Identity.UserArn, rc.Identity.Caller, rc.Identity.User); rc.Identity.AccountID != "" && principal != "" {
+		return admission.Scope{Tenant: rc.Identity.AccountID, Principal: principal}, nil
+	}
+	return admission.Scope{}, problem.New(problem.Unauthenticated, "The request has no resolvable caller.")
+}
+
+func firstOf(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// headerValues returns every value of a header, matching its name case-insensitively, so a
+// repeated header is seen as repeated.
+func headerValues(ev events.APIGatewayProxyRequest, name string) []string {
+	var values []string
+	for k, v := range ev.MultiValueHeaders {
+		if strings.EqualFold(k, name) {
+			values = append(values, v...)
+		}
+	}
+	if len(values) > 0 {
+		return values
+	}
+	for k, v := range ev.Headers {
+		if strings.EqualFold(k, name) {
+			values = append(values, v)
+		}
+	}
+	return values
+}
+
+func header(ev events.APIGatewayProxyRequest, name string) string {
+	if v := headerValues(ev, name); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// mediaType is the request's media type, lowercased with parameters dropped ("" when
+// absent or unparseable; admission rejects it).
+func mediaType(ev events.APIGatewayProxyRequest) string {
+	mt, _, err := mime.ParseMediaType(header(ev, "Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(mt)
+}
+
+func requestBody(ev events.APIGatewayProxyRequest) ([]byte, error) {
+	if !ev.IsBase64Encoded {
+		return []byte(ev.Body), nil
+	}
+	b, err := base64.StdEncoding.DecodeString(ev.Body)
+	if err != nil {
+		return nil, problem.New(problem.InvalidInput, "The body could not be decoded.")
+	}
+	return b, nil
+}
+
+// basePath is the part of the path the client called that precedes the API's own routes: a
+// stage ("/prod") or a custom domain's base path, "" when there is none.
+func basePath(ev events.APIGatewayProxyRequest) string {
+	full := ev.RequestContext.Path
+	if full == "" || !strings.HasSuffix(full, ev.Path) {
+		return ""
+	}
+	return strings.TrimSuffix(full, ev.Path)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,164 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/longrun-dev/longrun/internal/core/admission"
+	"github.com/longrun-dev/longrun/internal/core/ids"
+	"github.com/longrun-dev/longrun/internal/core/intent"
+	"github.com/longrun-dev/longrun/internal/core/jcs"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+)
+
+// cancel serves POST /v1/operations/{id}/cancel.
+func (h *Handler) cancel(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope, id string) (response, error) {
+	if !ids.Valid("op_", id) {
+		return response{}, errNotFound()
+	}
+	var ifMatch []int
+	if values := headerValues(ev, "If-Match"); len(values) > 0 {
+		var ok bool
+		if ifMatch, ok = parseIfMatch(values); !ok {
+			return response{}, problem.New(problem.VersionMismatch, `If-Match must be the operation's ETag, e.g. "3".`)
+		}
+	}
+	op, already, err := h.Intents.Cancel(ctx, id, scope.Principal, owns(scope), ifMatch)
+	if problem.CodeOf(err) == problem.NotFound {
+		return response{}, errNotFound()
+	}
+	if err != nil {
+		return response{}, err
+	}
+	resp, err := representation(op, admission.StatusPath(basePath(ev), op.ID))
+	if !already {
+		resp.status = http.StatusAccepted
+	}
+	return resp, err
+}
+
+// parseIfMatch reads If-Match values: a list of entity tags ("3", W/"3") or "*". It returns
+// nil for "*" (any version matches) and ok=false when a value is not one of ours.
+func parseIfMatch(values []string) (versions []int, ok bool) {
+	for _, v := range values {
+		for _, tag := range strings.Split(v, ",") {
+			tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+			if tag == "*" {
+				return nil, true
+			}
+			unquoted, err := strconv.Unquote(tag)
+			n, convErr := strconv.Atoi(unquoted)
+			if err != nil || convErr != nil || !strings.HasPrefix(tag, `"`) || n < 1 {
+				return nil, false
+			}
+			versions = append(versions, n)
+		}
+	}
+	return versions, true
+}
+
+// resolve serves POST /v1/operations/{id}/resolve, for operators only.
+func (h *Handler) resolve(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope, id string) (response, error) {
+	if !IsOperator(ev.RequestContext) {
+		return response{}, problem.New(problem.Forbidden, "Only operators may resolve operations.")
+	}
+	if !ids.Valid("op_", id) {
+		return response{}, errNotFound()
+	}
+	payload, err := requestBody(ev)
+	if err != nil {
+		return response{}, err
+	}
+	r, err := parseResolution(mediaType(ev), payload)
+	if err != nil {
+		return response{}, err
+	}
+	op, err := h.Intents.Resolve(ctx, id, scope.Tenant+"/"+scope.Principal, r)
+	if problem.CodeOf(err) == problem.NotFound {
+		return response{}, errNotFound()
+	}
+	if err != nil {
+		return response{}, err
+	}
+	return representation(op, admission.StatusPath(basePath(ev), op.ID))
+}
+
+func parseResolution(mediaType string, payload []byte) (intent.Resolution, error) {
+	var r intent.Resolution
+	if len(payload) > admission.MaxBodyBytes {
+		return r, problem.New(problem.InvalidInput, "The body must be at most %d bytes.", admission.MaxBodyBytes)
+	}
+	if mediaType != "application/json" {
+		return r, problem.New(problem.InvalidInput, "Content-Type must be application/json.")
+	}
+	if _, err := jcs.Parse(payload); err != nil {
+		return r, problem.Wrap(problem.InvalidInput, err, "The body is not acceptable JSON: %s.", err.Error())
+	}
+	var body struct {
+		Outcome string             `json:"outcome"`
+		Reason  string             `json:"reason"`
+		Result  json.RawMessage    `json:"result"`
+		Problem *operation.Problem `json:"problem"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(payload)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return r, problem.Invalid(problem.FieldError{Pointer: "", Detail: "The body must be an object with outcome, reason and optionally result or problem."})
+	}
+	var fields []problem.FieldError
+	switch body.Outcome {
+	case "succeeded":
+		r.Outcome = operation.KindSucceeded
+		if body.Problem != nil {
+			fields = append(fields, problem.FieldError{Pointer: "/problem", Detail: "problem goes with outcome failed."})
+		}
+		if len(body.Result) > 0 && (body.Result[0] != '{') {
+			fields = append(fields, problem.FieldError{Pointer: "/result", Detail: "result must be an object."})
+		}
+	case "failed":
+		r.Outcome = operation.KindFailed
+		if len(body.Result) > 0 {
+			fields = append(fields, problem.FieldError{Pointer: "/result", Detail: "result goes with outcome succeeded."})
+		}
+		if p := body.Problem; p != nil && (p.Code == "" || p.Title == "") {
+			fields = append(fields, problem.FieldError{Pointer: "/problem", Detail: "problem needs a code and a title."})
+		}
+	default:
+		fields = append(fields, problem.FieldError{Pointer: "/outcome", Detail: "outcome must be succeeded or failed."})
+	}
+	if n := len([]rune(body.Reason)); n < 1 || n > 1000 {
+		fields = append(fields, problem.FieldError{Pointer: "/reason", Detail: "reason is required: 1 to 1000 characters."})
+	}
+	if len(fields) > 0 {
+		return r, problem.Invalid(fields...)
+	}
+	r.Reason, r.Result, r.Problem = body.Reason, body.Result, body.Problem
+	if r.Problem != nil {
+		r.Problem = operation.NewProblem(r.Problem.Code, r.Problem.Title, r.Problem.Detail)
+	}
+	return r, nil
+}
+
+// IsOperator reports whether the authorizer marked the caller as an operator: a Lambda
+// authorizer's (or the local stack's) role, or membership of the longrun-operators group
+// in a Cognito token.
+func IsOperator(rc events.APIGatewayProxyRequestContext) bool {
+	if role, _ := rc.Authorizer["role"].(string); role == "operator" {
+		return true
+	}
+	if claims, ok := rc.Authorizer["claims"].(map[string]any); ok {
+		groups, _ := claims["cognito:groups"].(string)
+		for _, g := range strings.FieldsFunc(groups, func(r rune) bool { return r == ',' || r == ' ' || r == '[' || r == ']' }) {
+			if g == "longrun-operators" {
+				return true
+			}
+		}
+	}
+	return false
+}

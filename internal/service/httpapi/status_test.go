@@ -1,0 +1,167 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+)
+
+func TestStatusFollowsFacts(t *testing.T) {
+	e := newEnv(t)
+	id := e.admit("k-status", demo("status")).json["operationId"].(string)
+	get := func() res { return e.do(req{method: http.MethodGet, path: "/v1/operations/" + id, caller: "alice"}) }
+
+	g := get()
+	if g.json["observedAt"] != nil || g.json["terminal"] != false || g.header.Get("Retry-After") != "1" ||
+		g.header.Get("Cache-Control") != "no-store" || g.header.Get("ETag") != `"1"` {
+		t.Fatalf("accepted: %s %v", g.body, g.header)
+	}
+	if strings.Contains(string(g.body), `"result"`) || strings.Contains(string(g.body), `"problem"`) {
+		t.Fatalf("result/problem before an outcome: %s", g.body)
+	}
+
+	e.finish(id)
+	g = get()
+	if g.json["state"] != "succeeded" || g.json["terminal"] != true || g.json["version"] != 4.0 || g.header.Get("ETag") != `"4"` ||
+		g.header.Get("Retry-After") != "" || g.json["observedAt"] == nil {
+		t.Fatalf("succeeded: %s %v", g.body, g.header)
+	}
+	if result, _ := g.json["result"].(map[string]any); result["rowCount"] != 3.0 {
+		t.Fatalf("result: %s", g.body)
+	}
+	// The execution reference recorded by the dispatcher is internal (the harness checks
+	// every body for "arn:aws"; this asserts the fact really holds one).
+	op, _ := e.store.Load(context.Background(), id)
+	if !strings.HasPrefix(op.Execution, "arn:aws:states") {
+		t.Fatalf("the test must store a provider identifier to prove it is hidden: %q", op.Execution)
+	}
+}
+
+func TestFailedAndUnknownCarryAProblem(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		kind  operation.Kind
+		state string
+		retry string
+	}{{operation.KindFailed, "failed", ""}, {operation.KindOutcomeUnknown, "outcome_unknown", "30"}} {
+		id := e.admit("k-"+tc.state, demo(tc.state)).json["operationId"].(string)
+		op, _ := e.store.Load(ctx, id)
+		if _, err := e.store.Append(ctx, op,
+			operation.Fact{Kind: operation.KindDispatched, At: t0, Source: operation.SourceDispatcher},
+			operation.Fact{Kind: tc.kind, At: t0, Source: operation.SourceExecutor, Problem: operation.NewProblem("demo_failure", "Demo failure", "asked to")},
+		); err != nil {
+			t.Fatal(err)
+		}
+		g := e.do(req{method: http.MethodGet, path: "/v1/operations/" + id, caller: "alice"})
+		p, _ := g.json["problem"].(map[string]any)
+		if g.json["state"] != tc.state || p["code"] != "demo_failure" || p["type"] != "https://longrun.dev/problems/demo_failure" ||
+			g.header.Get("Retry-After") != tc.retry {
+			t.Fatalf("%s: %s %v", tc.state, g.body, g.header)
+		}
+	}
+}
+
+func TestUnknownAndMalformedIDsAre404(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/v1/operations/op_01ARYZ6S410000000000000000", "/v1/operations/nope", "/v1/operations/op_%00"} {
+		wantProblem(t, e.do(req{method: http.MethodGet, path: path, caller: "alice"}), 404, "not_found")
+	}
+	wantProblem(t, e.do(req{method: http.MethodGet, path: "/v1/unknown", caller: "alice", offSpec: true}), 404, "not_found")
+	wantProblem(t, e.do(req{method: http.MethodDelete, path: "/v1/operations", caller: "alice", offSpec: true}), 404, "not_found")
+}
+
+// faultyClient fails chosen TransactWriteItems calls the way DynamoDB does under
+// contention or throttling, then lets the rest through to DynamoDB Local.
+type faultyClient struct {
+	dynamo.Client
+	fail  func(n int64) error
+	calls atomic.Int64
+}
+
+func (c *faultyClient) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if err := c.fail(c.calls.Add(1)); err != nil {
+		return nil, err
+	}
+	return c.Client.TransactWriteItems(ctx, in, opts...)
+}
+
+func conflict(n int) error {
+	reasons := make([]types.CancellationReason, n)
+	for i := range reasons {
+		reasons[i].Code = aws.String("None")
+	}
+	reasons[0].Code = aws.String("TransactionConflict")
+	return &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: reasons}
+}
+
+// DynamoDB Local runs transactions one at a time, so the conflict AWS reports between
+// racing transactions is injected: admission retries it and still admits exactly once.
+func TestTransactionConflictIsRetried(t *testing.T) {
+	var fc *faultyClient
+	e := newEnv(t, withClient(func(c dynamo.Client) dynamo.Client {
+		fc = &faultyClient{Client: c, fail: func(n int64) error {
+			if n <= 2 {
+				return conflict(5)
+			}
+			return nil
+		}}
+		return fc
+	}))
+	r := e.admit("k-conflict", demo("conflict"))
+	if r.status != 202 || fc.calls.Load() != 3 || e.operations() != 1 {
+		t.Fatalf("%d %s after %d attempts", r.status, r.body, fc.calls.Load())
+	}
+}
+
+// Throttling that outlasts the retries is 503 with Retry-After and writes nothing; the
+// client's retry with the same key then admits the operation once.
+func TestThrottlingIs503AndSafeToRetry(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	e := newEnv(t, withClient(func(c dynamo.Client) dynamo.Client {
+		return &faultyClient{Client: c, fail: func(int64) error {
+			if down.Load() {
+				return &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
+			}
+			return nil
+		}}
+	}))
+	before := e.snapshot()
+	r := e.admit("k-throttle", demo("throttle"))
+	wantProblem(t, r, http.StatusServiceUnavailable, "unavailable")
+	if r.header.Get("Retry-After") == "" || strings.Contains(string(r.body), "slow down") {
+		t.Fatalf("503: %s %v", r.body, r.header)
+	}
+	e.unchanged(before)
+	down.Store(false)
+	if r := e.admit("k-throttle", demo("throttle")); r.status != 202 || e.operations() != 1 {
+		t.Fatalf("retry: %d %s", r.status, r.body)
+	}
+}
+
+// An unexpected failure is 500 with no internal detail.
+func TestInternalErrorsHideTheirCause(t *testing.T) {
+	e := newEnv(t, withClient(func(c dynamo.Client) dynamo.Client {
+		return &faultyClient{Client: c, fail: func(int64) error {
+			return errors.New("ResourceNotFoundException: table longrun-secret-table in account 123456789012")
+		}}
+	}))
+	r := e.admit("k-500", demo("boom"))
+	wantProblem(t, r, http.StatusInternalServerError, "internal")
+	for _, leak := range []string{"ResourceNotFound", "secret", "123456789012"} {
+		if strings.Contains(string(r.body), leak) {
+			t.Fatalf("500 leaks %q: %s", leak, r.body)
+		}
+	}
+}

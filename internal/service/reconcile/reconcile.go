@@ -1,0 +1,233 @@
+// Package reconcile repairs stuck work. On a schedule it reads the operations whose due
+// time has passed from the sparse due index (never a scan) and finds out what really
+// happened: an accepted operation is dispatched again (same execution name, so at most one
+// execution ever); an execution that ended without an outcome fact gets the outcome it
+// reported, or outcome_unknown when an effect may have happened; a cancelling or overdue
+// execution is stopped. Work per run is bounded and each operation backs off.
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
+)
+
+// Status is an execution's status as the executor reports it.
+type Status string
+
+const (
+	Running   Status = "RUNNING"
+	Succeeded Status = "SUCCEEDED"
+	Failed    Status = "FAILED"
+	TimedOut  Status = "TIMED_OUT"
+	Aborted   Status = "ABORTED"
+	Missing   Status = "MISSING" // no execution of that name
+)
+
+// Execution is what the executor knows about an operation's execution.
+type Execution struct {
+	Ref    string
+	Status Status
+	Output []byte // the final workflow state, when it succeeded
+}
+
+// Executions looks executions up by name and stops them.
+type Executions interface {
+	Describe(ctx context.Context, workflow, name string) (Execution, error)
+	Stop(ctx context.Context, ref, cause string) error
+}
+
+// Store is the fact log plus the due index.
+type Store interface {
+	facts.Store
+	Due(ctx context.Context, now time.Time, limit int) ([]DueItem, error)
+	Reschedule(ctx context.Context, id string, version int, at time.Time, attempts int) error
+}
+
+// DueItem is an operation the reconciler should look at now.
+type DueItem struct {
+	ID       string
+	Version  int // the projection's version when it was found due
+	Attempts int // reconciler looks since the last fact
+}
+
+// Dispatcher dispatches an accepted operation (idempotently).
+type Dispatcher interface {
+	Dispatch(ctx context.Context, id string) error
+}
+
+// Reconciler is one scheduled run's worth of repair.
+type Reconciler struct {
+	Store      Store
+	Executions Executions
+	Dispatcher Dispatcher
+	Registry   *optype.Registry
+	Leases     operation.Leases
+	Now        func() time.Time
+	Log        *slog.Logger
+	MaxPerRun  int
+}
+
+// Summary counts what a run did.
+type Summary struct {
+	Examined    int `json:"examined"`
+	Dispatched  int `json:"dispatched"`
+	Recorded    int `json:"recorded"`
+	Stopped     int `json:"stopped"`
+	Rescheduled int `json:"rescheduled"`
+	Errors      int `json:"errors"`
+}
+
+// maxBackoff caps how far a look is pushed out.
+const maxBackoff = time.Hour
+
+// Run reconciles up to MaxPerRun due operations.
+func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
+	var sum Summary
+	due, err := r.Store.Due(ctx, r.Now(), r.MaxPerRun)
+	if err != nil {
+		return sum, err
+	}
+	for _, item := range due {
+		sum.Examined++
+		action, err := r.reconcile(ctx, item)
+		if err != nil {
+			sum.Errors++
+			r.Log.WarnContext(ctx, "reconcile", "operation_id", item.ID, "error", err.Error())
+			// Back off even after an error, so one broken operation cannot eat every run.
+			_ = r.Store.Reschedule(ctx, item.ID, item.Version, r.Now().Add(backoff(r.Leases.Check, item.Attempts)), item.Attempts+1)
+			continue
+		}
+		switch action {
+		case "dispatched":
+			sum.Dispatched++
+		case "recorded":
+			sum.Recorded++
+		case "stopped":
+			sum.Stopped++
+		case "rescheduled":
+			sum.Rescheduled++
+		}
+		r.Log.InfoContext(ctx, "reconciled", "operation_id", item.ID, "action", action)
+	}
+	return sum, nil
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (string, error) {
+	op, err := r.Store.Load(ctx, item.ID)
+	if err != nil {
+		return "", err
+	}
+	later := func(base time.Duration) (string, error) {
+		return "rescheduled", r.Store.Reschedule(ctx, op.ID, op.Version, r.Now().Add(backoff(base, item.Attempts)), item.Attempts+1)
+	}
+	switch op.State {
+	case operation.Accepted:
+		if err := r.Dispatcher.Dispatch(ctx, op.ID); err != nil {
+			return "", err
+		}
+		return "dispatched", nil
+	case operation.Dispatched, operation.Running, operation.Cancelling:
+	default:
+		return "none", nil // settled since it was found due
+	}
+
+	typ, ok := r.Registry.Lookup(op.Type)
+	if !ok {
+		return r.record(ctx, op, r.unknown(op, "unsupported_operation_type", "No executor is registered for this type any more."))
+	}
+	ex, err := r.Executions.Describe(ctx, typ.Executor, op.ID)
+	if err != nil {
+		return "", err
+	}
+	switch ex.Status {
+	case Running:
+		cause := ""
+		switch {
+		case op.State == operation.Cancelling:
+			cause = "canceled: the workflow did not stop by itself within the cancel lease"
+		case op.PastDeadline(r.Leases, r.Now()):
+			cause = "stuck: running past the deadline"
+		default:
+			return later(r.Leases.Check)
+		}
+		if err := r.Executions.Stop(ctx, ex.Ref, cause); err != nil {
+			return "", err
+		}
+		f := r.ended(op, Aborted)
+		if op.State != operation.Cancelling {
+			f = r.unknown(op, "deadline_exceeded", fmt.Sprintf("The operation ran longer than %s and was stopped; its outcome is unknown.", r.Leases.Deadline))
+		}
+		if _, err := r.record(ctx, op, f); err != nil {
+			return "", err
+		}
+		return "stopped", nil
+	case Succeeded:
+		var in recorder.Input
+		if err := json.Unmarshal(ex.Output, &in); err == nil {
+			if f, ok := recorder.Outcome(in); ok {
+				f.Source = operation.SourceReconciler
+				return r.record(ctx, op, f)
+			}
+		}
+		return r.record(ctx, op, r.unknown(op, "execution_ended", "The execution ended without reporting an outcome."))
+	default:
+		return r.record(ctx, op, r.ended(op, ex.Status))
+	}
+}
+
+// ended is the truth about an execution that is over (or never existed) without an outcome
+// fact: cancellation that was asked for has happened; work that never started failed
+// without effect; work that had started may have acted, so its outcome is unknown.
+func (r *Reconciler) ended(op operation.Operation, status Status) operation.Fact {
+	switch op.State {
+	case operation.Cancelling:
+		return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceReconciler}
+	case operation.Dispatched:
+		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceReconciler,
+			Problem: operation.NewProblem("execution_ended", "Execution ended",
+				fmt.Sprintf("The execution ended (%s) before any work started.", status))}
+	default:
+		return r.unknown(op, "execution_ended", fmt.Sprintf("The execution ended (%s) while work was in progress; its outcome is unknown.", status))
+	}
+}
+
+func (r *Reconciler) unknown(_ operation.Operation, code, detail string) operation.Fact {
+	return operation.Fact{Kind: operation.KindOutcomeUnknown, Source: operation.SourceReconciler,
+		Problem: operation.NewProblem(code, "Outcome unknown", detail)}
+}
+
+// record appends f if the operation has not moved since it was read; if it has, whoever
+// moved it knew more, and the next run looks again.
+func (r *Reconciler) record(ctx context.Context, seen operation.Operation, f operation.Fact) (string, error) {
+	f.At = r.Now()
+	_, err := facts.Update(ctx, r.Store, seen.ID, func(op operation.Operation) ([]operation.Fact, error) {
+		if op.Version != seen.Version {
+			return nil, nil
+		}
+		if _, err := operation.Next(op.State, f.Kind); err != nil {
+			return nil, nil
+		}
+		return []operation.Fact{f}, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "recorded", nil
+}
+
+// backoff is the wait after attempts looks that found nothing to do, up to maxBackoff.
+func backoff(base time.Duration, attempts int) time.Duration {
+	d := base << min(attempts+1, 12) // the first look came after one lease; each next waits twice as long
+	if d <= 0 || d > maxBackoff {
+		return maxBackoff
+	}
+	return d
+}

@@ -1,0 +1,227 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/service/dispatch"
+	"github.com/longrun-dev/longrun/internal/service/reconcile"
+	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
+	"github.com/longrun-dev/longrun/internal/testkit/fakeexecutor"
+)
+
+func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time                  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration)         { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+func (c *clock) Set(t time.Time)                 { c.mu.Lock(); defer c.mu.Unlock(); c.t = t }
+func (c *clock) since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+var leases = operation.Leases{Dispatch: 10 * time.Second, Check: 20 * time.Second, Cancel: 15 * time.Second, Deadline: 10 * time.Minute}
+
+type fixture struct {
+	t     *testing.T
+	store *dynamo.Store
+	exec  *fakeexecutor.Executor
+	clock *clock
+	r     *reconcile.Reconciler
+	admit *dynamotest.Admitter
+}
+
+func newFixture(t *testing.T) *fixture {
+	client, _ := dynamotest.NewClient(t)
+	store := dynamo.New(client, dynamotest.NewTable(t, client))
+	store.Leases = leases
+	c := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, clock: c, admit: dynamotest.NewAdmitter(store, c.Now)}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	d, err := dispatch.New(dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: noLetters{},
+		Now: c.Now, Log: log, Accepted: dynamo.AcceptedOperation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.r = &reconcile.Reconciler{Store: store, Executions: f.exec, Dispatcher: d, Registry: optype.Builtin(), Leases: leases,
+		Now: c.Now, Log: log, MaxPerRun: 50}
+	return f
+}
+
+// noLetters refuses dead letters: the reconciler dispatches by id, never from a stream
+// record, so nothing it does may produce one.
+type noLetters struct{}
+
+func (noLetters) Send(context.Context, dispatch.DeadLetter) error {
+	return errors.New("the reconciler sent a dead letter")
+}
+
+func (f *fixture) accepted() string { return f.admit.Admit(f.t, "") }
+
+func (f *fixture) append(id string, kinds ...operation.Kind) {
+	f.t.Helper()
+	op := f.load(id)
+	var fs []operation.Fact
+	for _, k := range kinds {
+		fs = append(fs, operation.Fact{Kind: k, At: f.clock.Now(), Source: operation.SourceExecutor})
+	}
+	if _, err := f.store.Append(context.Background(), op, fs...); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) load(id string) operation.Operation { return dynamotest.Load(f.t, f.store, id) }
+
+func (f *fixture) run() reconcile.Summary {
+	f.t.Helper()
+	sum, err := f.r.Run(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sum
+}
+
+// started makes an operation dispatched (with an execution in the fake) and optionally running.
+func (f *fixture) started(running bool) string {
+	id := f.accepted()
+	if _, err := f.exec.Start(context.Background(), "demo-task", id, nil); err != nil {
+		f.t.Fatal(err)
+	}
+	f.append(id, operation.KindDispatched)
+	if running {
+		f.append(id, operation.KindStarted)
+	}
+	return id
+}
+
+func TestAcceptedIsDispatchedOnceWhenDue(t *testing.T) {
+	f := newFixture(t)
+	id := f.accepted()
+	if sum := f.run(); sum.Examined != 0 {
+		t.Fatalf("not due yet, but examined: %+v", sum)
+	}
+	f.clock.Advance(leases.Dispatch + time.Second)
+	if sum := f.run(); sum.Dispatched != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	if sum := f.run(); sum.Examined != 0 {
+		t.Fatalf("a dispatched operation is due only after the check lease: %+v", sum)
+	}
+	if op := f.load(id); op.State != operation.Dispatched || len(f.exec.Executions()) != 1 {
+		t.Fatalf("%s, %d executions", op.State, len(f.exec.Executions()))
+	}
+}
+
+func TestHealthyRunningIsLeftAloneAndBacksOff(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	f.clock.Advance(leases.Check + time.Second)
+	if sum := f.run(); sum.Rescheduled != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	// The next look is pushed out by the backoff (twice the check lease after one attempt).
+	f.clock.Advance(leases.Check + time.Second)
+	if sum := f.run(); sum.Examined != 0 {
+		t.Fatalf("examined before its backoff: %+v", sum)
+	}
+	f.clock.Advance(2 * leases.Check)
+	if sum := f.run(); sum.Rescheduled != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	if op := f.load(id); op.State != operation.Running {
+		t.Fatalf("%s", op.State)
+	}
+}
+
+// An execution stopped behind the system's back is noticed and recorded: work that never
+// started failed without effect; work in progress has an unknown outcome.
+func TestExecutionEndedWithoutOutcome(t *testing.T) {
+	f := newFixture(t)
+	notStarted, inProgress := f.started(false), f.started(true)
+	for _, id := range []string{notStarted, inProgress} {
+		f.exec.Finish(id, reconcile.Aborted, nil)
+	}
+	f.clock.Advance(leases.Check + time.Second)
+	if sum := f.run(); sum.Recorded != 2 {
+		t.Fatalf("%+v", sum)
+	}
+	if op := f.load(notStarted); op.State != operation.Failed || op.Problem.Code != "execution_ended" {
+		t.Fatalf("not started: %s %+v", op.State, op.Problem)
+	}
+	if op := f.load(inProgress); op.State != operation.OutcomeUnknown || op.Problem.Code != "execution_ended" {
+		t.Fatalf("in progress: %s %+v", op.State, op.Problem)
+	}
+	if sum := f.run(); sum.Examined != 0 {
+		t.Fatalf("settled operations are not due: %+v", sum)
+	}
+}
+
+// An execution that finished but whose outcome was never recorded: the outcome it reported
+// is recorded.
+func TestSucceededExecutionOutcomeIsRecorded(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	f.exec.Finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","task":{"report":{"done":true,"outcome":"succeeded","result":{"n":3}}}}`))
+	f.clock.Advance(leases.Check + time.Second)
+	f.run()
+	if op := f.load(id); op.State != operation.Succeeded || string(op.Result) != `{"n":3}` {
+		t.Fatalf("%s %s", op.State, op.Result)
+	}
+}
+
+func TestCancellingThatDoesNotStopIsStopped(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	f.append(id, operation.KindCancelRequested)
+	f.clock.Advance(leases.Cancel + time.Second)
+	if sum := f.run(); sum.Stopped != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	if op := f.load(id); op.State != operation.Canceled || !f.exec.Executions()[id].Stopped {
+		t.Fatalf("%s", op.State)
+	}
+}
+
+func TestStuckPastDeadlineIsStoppedAsUnknown(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	created := f.load(id).CreatedAt
+	for f.clock.since(created) <= leases.Deadline {
+		f.clock.Advance(leases.Check * 4)
+		f.run()
+	}
+	f.clock.Advance(time.Hour) // past any backoff
+	f.run()
+	op := f.load(id)
+	if op.State != operation.OutcomeUnknown || op.Problem.Code != "deadline_exceeded" || !f.exec.Executions()[id].Stopped {
+		t.Fatalf("%s %+v", op.State, op.Problem)
+	}
+}
+
+func TestWorkPerRunIsBounded(t *testing.T) {
+	f := newFixture(t)
+	for range 5 {
+		f.accepted()
+	}
+	f.r.MaxPerRun = 2
+	f.clock.Advance(leases.Dispatch + time.Second)
+	if sum := f.run(); sum.Examined != 2 {
+		t.Fatalf("%+v", sum)
+	}
+	f.run()
+	f.run()
+	if n := len(f.exec.Executions()); n != 5 {
+		t.Fatalf("%d executions after three runs", n)
+	}
+}

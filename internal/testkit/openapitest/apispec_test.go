@@ -1,0 +1,433 @@
+package openapitest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/longrun-dev/longrun/api"
+)
+
+const (
+	opID      = "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3"
+	statusURL = "/v1/operations/" + opID
+	requestID = "req-1"
+)
+
+var (
+	validatorOnce sync.Once
+	validator     *Validator
+	validatorErr  error
+)
+
+func newValidator(t *testing.T) *Validator {
+	t.Helper()
+	validatorOnce.Do(func() { validator, validatorErr = New(context.Background()) })
+	if validatorErr != nil {
+		t.Fatalf("New: %v", validatorErr)
+	}
+	return validator
+}
+
+// obj is a JSON object under test; with and without derive variants of it.
+type obj map[string]any
+
+func (o obj) with(kv ...any) obj {
+	c := obj{}
+	for k, v := range o {
+		c[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		c[kv[i].(string)] = kv[i+1]
+	}
+	return c
+}
+
+func (o obj) without(keys ...string) obj {
+	c := o.with()
+	for _, k := range keys {
+		delete(c, k)
+	}
+	return c
+}
+
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func hdrWithout(h http.Header, keys ...string) http.Header {
+	c := h.Clone()
+	for _, k := range keys {
+		c.Del(k)
+	}
+	return c
+}
+
+func hdrWith(h http.Header, kv ...string) http.Header {
+	c := h.Clone()
+	for i := 0; i < len(kv); i += 2 {
+		c.Set(kv[i], kv[i+1])
+	}
+	return c
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	if s, ok := v.(string); ok {
+		return []byte(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var (
+	admissionBody = `{"type":"export.orders","input":{"from":"2026-09-01","to":"2026-09-23"}}`
+
+	accepted = obj{
+		"operationId": opID,
+		"type":        "export.orders",
+		"target":      "orders:2026-09-01..2026-09-23",
+		"state":       "accepted",
+		"statusUrl":   statusURL,
+		"createdAt":   "2026-11-30T10:00:00Z",
+	}
+	acceptedHeader = hdr(
+		"Content-Type", "application/json",
+		"Location", statusURL,
+		"Retry-After", "1",
+		"X-Request-Id", requestID,
+	)
+
+	running = obj{
+		"operationId":     opID,
+		"type":            "demo.task",
+		"target":          "invoice-42",
+		"state":           "running",
+		"terminal":        false,
+		"version":         3,
+		"statusUrl":       statusURL,
+		"createdAt":       "2026-11-30T10:00:00Z",
+		"updatedAt":       "2026-11-30T10:00:02Z",
+		"observedAt":      "2026-11-30T10:00:02Z",
+		"cancelRequested": false,
+	}
+	runningHeader = hdr(
+		"Content-Type", "application/json",
+		"ETag", `"3"`,
+		"Cache-Control", "no-store",
+		"Retry-After", "1",
+		"X-Request-Id", requestID,
+	)
+	succeeded = running.with(
+		"state", "succeeded", "terminal", true, "version", 5,
+		"result", map[string]any{"rowCount": 1234, "sha256": "abc"},
+	)
+	succeededHeader = hdr(
+		"Content-Type", "application/json",
+		"ETag", `"5"`,
+		"Cache-Control", "no-store",
+		"X-Request-Id", requestID,
+	)
+
+	conflict = obj{
+		"type":        "https://longrun.dev/problems/target_busy",
+		"title":       "Target busy",
+		"status":      409,
+		"code":        "target_busy",
+		"detail":      "Another active operation holds this target.",
+		"requestId":   requestID,
+		"operationId": opID,
+	}
+	problemHeader = hdr(
+		"Content-Type", "application/problem+json",
+		"X-Request-Id", requestID,
+	)
+	unavailable = obj{
+		"type":      "https://longrun.dev/problems/unavailable",
+		"title":     "Unavailable",
+		"status":    503,
+		"code":      "unavailable",
+		"detail":    "Try again.",
+		"requestId": requestID,
+	}
+	invalidInput = obj{
+		"type":      "https://longrun.dev/problems/invalid_input",
+		"title":     "Invalid input",
+		"status":    400,
+		"code":      "invalid_input",
+		"detail":    "The request body failed validation.",
+		"requestId": requestID,
+		"errors":    []any{map[string]any{"pointer": "/input/from", "detail": "must be a date"}},
+	}
+)
+
+type exchange struct {
+	name    string
+	method  string
+	target  string
+	reqBody string
+	status  int
+	header  http.Header
+	body    any // obj, or a raw string
+	wantErr string
+}
+
+func (x exchange) run(t *testing.T, v *Validator) {
+	t.Helper()
+	req := httptest.NewRequest(x.method, x.target, strings.NewReader(x.reqBody))
+	err := v.ValidateResponse(context.Background(), req, []byte(x.reqBody), x.status, x.header, mustJSON(t, x.body))
+	switch {
+	case x.wantErr == "" && err != nil:
+		t.Errorf("want valid, got: %v", err)
+	case x.wantErr != "" && err == nil:
+		t.Errorf("want an error containing %q, got none", x.wantErr)
+	case x.wantErr != "" && !strings.Contains(err.Error(), x.wantErr):
+		t.Errorf("want an error containing %q, got: %v", x.wantErr, err)
+	default:
+		if err != nil {
+			t.Logf("rejected as expected: %v", err)
+		}
+	}
+}
+
+const (
+	admit  = "/v1/operations"
+	getOne = "/v1/operations/" + opID
+	cancel = "/v1/operations/" + opID + "/cancel"
+)
+
+func TestValidateResponse(t *testing.T) {
+	v := newValidator(t)
+	tests := []exchange{
+		// Admission.
+		{name: "202 admission", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: acceptedHeader, body: accepted},
+		{name: "202 replay", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: hdrWith(acceptedHeader, "Idempotent-Replayed", "true"), body: accepted},
+		{name: "202 replay header not true", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: hdrWith(acceptedHeader, "Idempotent-Replayed", "yes"), body: accepted,
+			wantErr: `"Idempotent-Replayed"`},
+		{name: "202 without Location", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: hdrWithout(acceptedHeader, "Location"), body: accepted,
+			wantErr: `response header "Location" missing`},
+		{name: "202 without Retry-After", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: hdrWithout(acceptedHeader, "Retry-After"), body: accepted,
+			wantErr: `response header "Retry-After" missing`},
+		{name: "202 without X-Request-Id", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: hdrWithout(acceptedHeader, "X-Request-Id"), body: accepted,
+			wantErr: `response header "X-Request-Id" missing`},
+		{name: "202 Retry-After not an integer", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: hdrWith(acceptedHeader, "Retry-After", "soon"), body: accepted,
+			wantErr: `"Retry-After"`},
+		{name: "202 Location not statusUrl", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: hdrWith(acceptedHeader, "Location", "/v1/operations/op_01JDY3Q4W5E6R7T8Y9V0A1B2C4"), body: accepted,
+			wantErr: "differs from statusUrl"},
+		{name: "202 extra body field", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: acceptedHeader, body: accepted.with("executionArn", "arn:aws:states:..."),
+			wantErr: "executionArn"},
+		{name: "202 missing createdAt", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: acceptedHeader, body: accepted.without("createdAt"),
+			wantErr: "createdAt"},
+		{name: "202 state not accepted", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: acceptedHeader, body: accepted.with("state", "running"),
+			wantErr: "doesn't match schema"},
+		{name: "202 malformed operationId", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: acceptedHeader, body: accepted.with("operationId", "op_01JDY3Q4W5E6R7T8Y9U0I1O2P3"),
+			wantErr: "doesn't match schema"},
+		{name: "202 served as text/plain", method: "POST", target: admit, reqBody: admissionBody,
+			status: 202, header: hdrWith(acceptedHeader, "Content-Type", "text/plain"), body: accepted,
+			wantErr: "Content-Type"},
+		{name: "200 for an accepted operation", method: "POST", target: admit, reqBody: admissionBody,
+			status: 200, header: acceptedHeader, body: accepted,
+			wantErr: "status 200 is not declared"},
+		{name: "400 invalid input", method: "POST", target: admit, reqBody: `{"type":"export.orders","input":{"from":"x"}}`,
+			status: 400, header: problemHeader, body: invalidInput},
+		{name: "400 bad pointer", method: "POST", target: admit, reqBody: `{}`,
+			status: 400, header: problemHeader,
+			body:    invalidInput.with("errors", []any{map[string]any{"pointer": "input.from", "detail": "bad"}}),
+			wantErr: "doesn't match schema"},
+		{name: "409 target busy", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: problemHeader, body: conflict},
+		{name: "409 unknown code", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: problemHeader,
+			body:    conflict.with("code", "conflict", "type", "https://longrun.dev/problems/conflict"),
+			wantErr: "doesn't match schema"},
+		{name: "409 code of another route", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: problemHeader,
+			body:    conflict.with("code", "already_terminal", "type", "https://longrun.dev/problems/already_terminal"),
+			wantErr: "doesn't match schema"},
+		{name: "409 type does not match code", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: problemHeader,
+			body:    conflict.with("type", "https://longrun.dev/problems/idempotency_key_reused"),
+			wantErr: "doesn't match schema"},
+		{name: "409 body status differs", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: problemHeader, body: conflict.with("status", 400),
+			wantErr: "doesn't match schema"},
+		{name: "409 requestId differs from header", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: problemHeader, body: conflict.with("requestId", "other"),
+			wantErr: "differs from X-Request-Id"},
+		{name: "409 problem served as application/json", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: hdrWith(problemHeader, "Content-Type", "application/json"), body: conflict,
+			wantErr: "Content-Type"},
+		{name: "409 problem with charset", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: hdrWith(problemHeader, "Content-Type", "application/problem+json; charset=utf-8"), body: conflict},
+		{name: "418 status", method: "POST", target: admit, reqBody: admissionBody,
+			status: 418, header: problemHeader, body: conflict.with("status", 418),
+			wantErr: "status 418 is not declared"},
+		{name: "307 status", method: "POST", target: admit, reqBody: admissionBody,
+			status: 307, header: hdr("Location", "/elsewhere", "X-Request-Id", requestID), body: "",
+			wantErr: "status 307 is not declared"},
+		{name: "429 with Retry-After", method: "POST", target: admit, reqBody: admissionBody,
+			status: 429, header: hdrWith(problemHeader, "Retry-After", "30"),
+			body: unavailable.with("code", "quota_exceeded", "status", 429, "type", "https://longrun.dev/problems/quota_exceeded")},
+		{name: "429 without Retry-After", method: "POST", target: admit, reqBody: admissionBody,
+			status: 429, header: problemHeader,
+			body:    unavailable.with("code", "quota_exceeded", "status", 429, "type", "https://longrun.dev/problems/quota_exceeded"),
+			wantErr: `response header "Retry-After" missing`},
+		{name: "503 without Retry-After", method: "POST", target: admit, reqBody: admissionBody,
+			status: 503, header: problemHeader, body: unavailable,
+			wantErr: `response header "Retry-After" missing`},
+		{name: "503 with Retry-After", method: "GET", target: getOne,
+			status: 503, header: hdrWith(problemHeader, "Retry-After", "2"), body: unavailable},
+		{name: "401 without credentials (request not judged)", method: "POST", target: admit, reqBody: "not json",
+			status: 401, header: problemHeader,
+			body: unavailable.with("code", "unauthenticated", "status", 401, "type", "https://longrun.dev/problems/unauthenticated")},
+
+		// Representation.
+		{name: "200 running", method: "GET", target: getOne,
+			status: 200, header: runningHeader, body: running},
+		{name: "200 accepted observedAt null", method: "GET", target: getOne,
+			status: 200, header: runningHeader, body: running.with("state", "accepted", "observedAt", nil)},
+		{name: "200 observedAt 5", method: "GET", target: getOne,
+			status: 200, header: runningHeader, body: running.with("observedAt", 5),
+			wantErr: "doesn't match schema"},
+		{name: "200 observedAt not a date-time", method: "GET", target: getOne,
+			status: 200, header: runningHeader, body: running.with("observedAt", "yesterday"),
+			wantErr: "doesn't match schema"},
+		{name: "200 observedAt missing", method: "GET", target: getOne,
+			status: 200, header: runningHeader, body: running.without("observedAt"),
+			wantErr: "doesn't match schema"},
+		{name: "200 unknown state", method: "GET", target: getOne,
+			status: 200, header: runningHeader, body: running.with("state", "pending"),
+			wantErr: "doesn't match schema"},
+		{name: "200 succeeded", method: "GET", target: getOne,
+			status: 200, header: succeededHeader, body: succeeded},
+		{name: "200 succeeded but not terminal", method: "GET", target: getOne,
+			status: 200, header: hdrWith(succeededHeader, "Retry-After", "1"), body: succeeded.with("terminal", false),
+			wantErr: "doesn't match schema"},
+		{name: "200 result while running", method: "GET", target: getOne,
+			status: 200, header: runningHeader, body: running.with("result", map[string]any{}),
+			wantErr: "doesn't match schema"},
+		{name: "200 failed with problem", method: "GET", target: getOne,
+			status: 200, header: hdrWith(succeededHeader, "ETag", `"4"`),
+			body: running.with("state", "failed", "terminal", true, "version", 4, "problem", map[string]any{
+				"type": "https://longrun.dev/problems/demo_failed", "title": "Failed", "code": "demo_failed", "detail": "as asked",
+			})},
+		{name: "200 problem with relative type", method: "GET", target: getOne,
+			status: 200, header: runningHeader,
+			body: running.with("state", "outcome_unknown", "problem", map[string]any{
+				"type": "demo_failed", "title": "Unknown", "code": "lost", "detail": "lost",
+			}),
+			wantErr: "doesn't match schema"},
+		{name: "200 without ETag", method: "GET", target: getOne,
+			status: 200, header: hdrWithout(runningHeader, "ETag"), body: running,
+			wantErr: `response header "ETag" missing`},
+		{name: "200 ETag unquoted", method: "GET", target: getOne,
+			status: 200, header: hdrWith(runningHeader, "ETag", "3"), body: running,
+			wantErr: `"ETag"`},
+		{name: "200 ETag not the version", method: "GET", target: getOne,
+			status: 200, header: hdrWith(runningHeader, "ETag", `"2"`), body: running,
+			wantErr: "is not the quoted version"},
+		{name: "200 Cache-Control not no-store", method: "GET", target: getOne,
+			status: 200, header: hdrWith(runningHeader, "Cache-Control", "max-age=60"), body: running,
+			wantErr: `"Cache-Control"`},
+		{name: "200 running without Retry-After", method: "GET", target: getOne,
+			status: 200, header: hdrWithout(runningHeader, "Retry-After"), body: running,
+			wantErr: "Retry-After is missing"},
+		{name: "200 terminal with Retry-After", method: "GET", target: getOne,
+			status: 200, header: hdrWith(succeededHeader, "Retry-After", "1"), body: succeeded,
+			wantErr: "Retry-After is set on a terminal"},
+		{name: "200 another operation", method: "GET", target: "/v1/operations/op_01JDY3Q4W5E6R7T8Y9V0A1B2C4",
+			status: 200, header: runningHeader, body: running,
+			wantErr: "differs from the one in the path"},
+		{name: "404", method: "GET", target: getOne,
+			status: 404, header: problemHeader,
+			body: unavailable.with("code", "not_found", "status", 404, "type", "https://longrun.dev/problems/not_found")},
+		{name: "GET 400 undeclared", method: "GET", target: getOne,
+			status: 400, header: problemHeader, body: invalidInput,
+			wantErr: "status 400 is not declared"},
+
+		// Cancel, list, resolve.
+		{name: "cancel 202 cancelling", method: "POST", target: cancel,
+			status: 202, header: runningHeader, body: running.with("state", "cancelling", "cancelRequested", true)},
+		{name: "cancel 200 canceled", method: "POST", target: cancel,
+			status: 200, header: hdrWithout(runningHeader, "Retry-After"),
+			body: running.with("state", "canceled", "terminal", true, "cancelRequested", true)},
+		{name: "cancel 412", method: "POST", target: cancel,
+			status: 412, header: problemHeader,
+			body: unavailable.with("code", "version_mismatch", "status", 412, "type", "https://longrun.dev/problems/version_mismatch")},
+		{name: "list", method: "GET", target: "/v1/operations?limit=2&state=running",
+			status: 200, header: hdr("Content-Type", "application/json", "X-Request-Id", requestID),
+			body: obj{"items": []any{running, succeeded}, "nextCursor": "abc"}},
+		{name: "list last page", method: "GET", target: "/v1/operations",
+			status: 200, header: hdr("Content-Type", "application/json", "X-Request-Id", requestID),
+			body: obj{"items": []any{}, "nextCursor": nil}},
+		{name: "list bad item", method: "GET", target: "/v1/operations",
+			status: 200, header: hdr("Content-Type", "application/json", "X-Request-Id", requestID),
+			body:    obj{"items": []any{running.without("version")}, "nextCursor": nil},
+			wantErr: "doesn't match schema"},
+		{name: "resolve 403", method: "POST", target: "/v1/operations/" + opID + "/resolve", reqBody: `{"outcome":"failed","reason":"x"}`,
+			status: 403, header: problemHeader,
+			body: unavailable.with("code", "forbidden", "status", 403, "type", "https://longrun.dev/problems/forbidden")},
+
+		// Routing.
+		{name: "unknown route", method: "GET", target: "/v2/operations",
+			status: 200, header: runningHeader, body: running, wantErr: "no route"},
+		{name: "unknown method", method: "DELETE", target: getOne,
+			status: 204, header: hdr("X-Request-Id", requestID), body: "", wantErr: "no route"},
+	}
+	for _, x := range tests {
+		t.Run(x.name, func(t *testing.T) {
+			t.Parallel()
+			x.run(t, v)
+		})
+	}
+}
+
+func TestLowercaseHeaderKeys(t *testing.T) {
+	v := newValidator(t)
+	h := http.Header{}
+	for k, vs := range acceptedHeader {
+		h[strings.ToLower(k)] = vs
+	}
+	exchange{method: "POST", target: admit, reqBody: admissionBody, status: 202, header: h, body: accepted}.run(t, v)
+}
+
+func TestDocumentIsOpenAPI31(t *testing.T) {
+	v := newValidator(t)
+	if !v.Doc().IsOpenAPI31OrLater() {
+		t.Fatalf("document is %s, want 3.1", v.Doc().OpenAPI)
+	}
+}
+
+func TestOpenAPIReturnsACopy(t *testing.T) {
+	a := api.OpenAPI()
+	if len(a) == 0 {
+		t.Fatal("empty document")
+	}
+	a[0] = 'X'
+	if b := api.OpenAPI(); b[0] == 'X' {
+		t.Fatal("api.OpenAPI returned the embedded bytes, not a copy")
+	}
+}
