@@ -92,7 +92,7 @@ type Service struct {
 	Quota    int
 }
 
-// Accepted is the 202 body (CONTRACT.md, "Admission response"), field order as there.
+// Accepted is the 202 body (api/openapi.yaml, schema Accepted), field order as there.
 type Accepted struct {
 	OperationID string          `json:"operationId"`
 	Type        string          `json:"type"`

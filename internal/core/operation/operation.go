@@ -7,10 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
-// State is the folded state of an operation (CONTRACT.md, "States").
+// State is the folded state of an operation (api/openapi.yaml, Representation.state; docs/lifecycle.md).
 type State string
 
 const (
@@ -24,8 +25,10 @@ const (
 	OutcomeUnknown State = "outcome_unknown"
 )
 
-// States lists every state, in lifecycle order.
-var States = []State{Accepted, Dispatched, Running, Cancelling, Succeeded, Failed, Canceled, OutcomeUnknown}
+// States lists every state, in lifecycle order (a new slice each call: callers may keep it).
+func States() []State {
+	return []State{Accepted, Dispatched, Running, Cancelling, Succeeded, Failed, Canceled, OutcomeUnknown}
+}
 
 // Terminal reports whether nothing can follow s. outcome_unknown is not terminal: it waits
 // for reconciliation or an operator.
@@ -35,12 +38,7 @@ func (s State) Terminal() bool {
 
 // Valid reports whether s is one of the contract's states.
 func (s State) Valid() bool {
-	for _, v := range States {
-		if s == v {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(States(), s)
 }
 
 // Kind names what a fact records.
@@ -121,53 +119,88 @@ var ErrConflict = errors.New("operation changed since it was read")
 // ErrMalformedHistory means stored facts are not a valid history (gaps, no accepted first).
 var ErrMalformedHistory = errors.New("malformed fact history")
 
-// transitions is the whole state machine: for each state, the facts that may follow and
-// the state they lead to. A fact missing here is rejected, never silently applied.
-var transitions = map[State]map[Kind]State{
-	"": {KindAccepted: Accepted},
-	Accepted: {
-		KindDispatched: Dispatched,
-		// The execution may report before the dispatcher's own fact commits; a start
-		// implies the dispatch, and the dispatcher then finds the work already running.
-		KindStarted:         Running,
-		KindCancelRequested: Cancelling,
-		KindCanceled:        Canceled, // the work never started
-		KindFailed:          Failed,   // e.g. the executor refused the work outright
-	},
-	Dispatched: {
-		KindStarted:         Running,
-		KindCancelRequested: Cancelling,
-		KindSucceeded:       Succeeded,
-		KindFailed:          Failed,
-		KindCanceled:        Canceled,
-		KindOutcomeUnknown:  OutcomeUnknown,
-	},
-	Running: {
-		KindCancelRequested: Cancelling,
-		KindSucceeded:       Succeeded,
-		KindFailed:          Failed,
-		KindCanceled:        Canceled,
-		KindOutcomeUnknown:  OutcomeUnknown,
-	},
+// transition is the whole state machine: for each state, the facts that may follow and
+// the state they lead to. A fact missing here is rejected, never silently applied. (A
+// switch, not a map, so that the table cannot be changed at run time.)
+func transition(s State, k Kind) (State, bool) {
+	switch s {
+	case "":
+		switch k {
+		case KindAccepted:
+			return Accepted, true
+		}
+	case Accepted:
+		switch k {
+		case KindDispatched:
+			return Dispatched, true
+		case KindStarted:
+			// The execution may report before the dispatcher's own fact commits; a start
+			// implies the dispatch, and the dispatcher then finds the work already running.
+			return Running, true
+		case KindCancelRequested:
+			return Cancelling, true
+		case KindCanceled:
+			return Canceled, true // the work never started
+		case KindFailed:
+			return Failed, true // e.g. the executor refused the work outright
+		}
+	case Dispatched:
+		switch k {
+		case KindStarted:
+			return Running, true
+		case KindCancelRequested:
+			return Cancelling, true
+		case KindSucceeded:
+			return Succeeded, true
+		case KindFailed:
+			return Failed, true
+		case KindCanceled:
+			return Canceled, true
+		case KindOutcomeUnknown:
+			return OutcomeUnknown, true
+		}
+	case Running:
+		switch k {
+		case KindCancelRequested:
+			return Cancelling, true
+		case KindSucceeded:
+			return Succeeded, true
+		case KindFailed:
+			return Failed, true
+		case KindCanceled:
+			return Canceled, true
+		case KindOutcomeUnknown:
+			return OutcomeUnknown, true
+		}
 	// Cancellation stops remaining work; it does not roll back work that completed, so a
 	// true success or failure that raced the intent is still recorded as what happened.
 	// A stale "started" is rejected: intent dominates resume.
-	Cancelling: {
-		KindCanceled:       Canceled,
-		KindSucceeded:      Succeeded,
-		KindFailed:         Failed,
-		KindOutcomeUnknown: OutcomeUnknown,
-	},
+	case Cancelling:
+		switch k {
+		case KindCanceled:
+			return Canceled, true
+		case KindSucceeded:
+			return Succeeded, true
+		case KindFailed:
+			return Failed, true
+		case KindOutcomeUnknown:
+			return OutcomeUnknown, true
+		}
 	// Only reconciliation or an operator settles an unknown outcome.
-	OutcomeUnknown: {
-		KindSucceeded: Succeeded,
-		KindFailed:    Failed,
-	},
+	case OutcomeUnknown:
+		switch k {
+		case KindSucceeded:
+			return Succeeded, true
+		case KindFailed:
+			return Failed, true
+		}
+	}
+	return "", false
 }
 
 // Next returns the state that fact kind k leads to from state s.
 func Next(s State, k Kind) (State, error) {
-	next, ok := transitions[s][k]
+	next, ok := transition(s, k)
 	if !ok {
 		from := string(s)
 		if from == "" {
@@ -251,7 +284,7 @@ const TimeFormat = "2006-01-02T15:04:05.000Z"
 // FormatTime writes t in TimeFormat.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
-// Representation is the public view of an operation (CONTRACT.md, "Representation").
+// Representation is the public view of an operation (api/openapi.yaml, schema Representation).
 // Field order follows the contract.
 type Representation struct {
 	OperationID     string          `json:"operationId"`

@@ -45,7 +45,7 @@ func TestNextEveryPair(t *testing.T) {
 		from, kind, _ := strings.Cut(lhs, " + ")
 		want[strings.TrimSpace(from)+"|"+kind] = State(to)
 	}
-	for _, from := range append([]State{""}, States...) {
+	for _, from := range append([]State{""}, States()...) {
 		for _, k := range allKinds {
 			got, err := Next(from, k)
 			exp, ok := want[string(from)+"|"+string(k)]

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// Code is a machine-readable error code from CONTRACT.md. Clients decide by code.
+// Code is a machine-readable error code of the contract (api/openapi.yaml, schema
+// Problem). Clients decide by code.
 type Code string
 
 const (

@@ -14,7 +14,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/operation"
 )
 
-// Source and DetailType identify longrun's events on the bus (CONTRACT.md, "Events").
+// Source and DetailType identify longrun's events on the bus (docs/lifecycle.md, "Events"; the schema is events/schemas/operation-state-changed.json).
 const (
 	Source     = "longrun"
 	DetailType = "Operation State Changed"
