@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,5 +223,24 @@ func TestUnknownTypeFailsTheOperation(t *testing.T) {
 	op := f.load(id)
 	if op.State != operation.Failed || op.Problem == nil || op.Problem.Code != "unsupported_operation_type" || len(f.exec.Executions()) != 0 {
 		t.Fatalf("op %+v", op)
+	}
+}
+
+// A dispatcher missing a dependency is refused at construction, naming what is missing,
+// instead of failing on its first record.
+func TestNewRequiresEveryDependency(t *testing.T) {
+	_, err := dispatch.New(dispatch.Dispatcher{Registry: optype.Builtin(), Now: time.Now})
+	if err == nil {
+		t.Fatal("a dispatcher without store, executor, dead letters, log or decoder was accepted")
+	}
+	for _, name := range []string{"Store", "Executor", "DeadLetters", "Log", "Accepted"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("%q does not name %s", err, name)
+		}
+	}
+	for _, name := range []string{"Registry", "Now"} {
+		if strings.Contains(err.Error(), name) {
+			t.Errorf("%q names %s, which is set", err, name)
+		}
 	}
 }
