@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/local/conflictproxy"
 	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 )
 
@@ -79,6 +80,24 @@ func Client(endpoint string) (*dynamodb.Client, *Counter) {
 		}},
 	})
 	return client, counter
+}
+
+// NewConflictClient is NewClient behind a conflict-faithful proxy: transactions hold their
+// items for hold to 2×hold and overlapping work on them is refused as DynamoDB on AWS
+// refuses it. The proxy closes with the test.
+func NewConflictClient(tb testing.TB, hold time.Duration) (*dynamodb.Client, *Counter, *conflictproxy.Proxy) {
+	tb.Helper()
+	endpoint := os.Getenv(EndpointEnv)
+	if endpoint == "" {
+		tb.Fatalf("%s is not set: run the tests with `make test`, or call dynamotest.Main from TestMain", EndpointEnv)
+	}
+	p, err := conflictproxy.Start(conflictproxy.Options{Upstream: endpoint, HoldMin: hold, HoldMax: 2 * hold, Seed: uint64(time.Now().UnixNano())})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = p.Close() })
+	client, counter := Client(p.Endpoint)
+	return client, counter, p
 }
 
 // NewTable creates a fresh table with the production schema and deletes it after the test.
