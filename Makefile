@@ -1,5 +1,6 @@
 # longrun — every command a developer or CI needs. `make test` installs what it needs
-# (Go modules, DynamoDB Local into the git-ignored .cache/) and runs every test.
+# (Go modules; DynamoDB Local and asl-validator into the git-ignored .cache/) and runs every
+# test.
 SHELL   := /bin/bash
 GO      ?= go
 CACHE   := .cache
@@ -12,19 +13,30 @@ WITH_DDB := $(GO) run ./cmd/ddblocal --
 STAGE   ?= dev
 CDK_CLI := aws-cdk@2.1148.1
 CDK     := $(CACHE)/cdk/node_modules/.bin/cdk
+# The functions' architecture, one knob in Go's names: ARCH=arm64 (Graviton, the default) or
+# amd64. The CDK context `architecture` calls amd64 x86_64; this is the one place mapping them.
+ARCH    ?= arm64
+CDK_ARCH_arm64 := arm64
+CDK_ARCH_amd64 := x86_64
+CDK_ARCH = $(or $(CDK_ARCH_$(ARCH)),$(error ARCH must be arm64 or amd64, not "$(ARCH)"))
+# The States Language validator for the workflow, pinned; each version in its own folder.
+ASL_PKG := asl-validator@4.0.0
+ASL_DIR := $(CACHE)/asl-validator/$(patsubst asl-validator@%,%,$(ASL_PKG))
+ASL_VALIDATOR := $(ASL_DIR)/node_modules/.bin/asl-validator
+ASL_OUT := $(CACHE)/asl/operation.asl.json
 # The CDK app runs CDK's JavaScript under Node (jsii); keep it quiet and offline.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run test unit fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint deps ddb-install ddb-run tools-check clean
+.PHONY: all run test unit fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
 tools-check:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required"; exit 1; }
 	@command -v java >/dev/null || { echo "Java 17+ is required (DynamoDB Local)"; exit 1; }
-	@command -v npm >/dev/null || { echo "npm is required (it fetches DynamoDB Local)"; exit 1; }
+	@command -v npm >/dev/null || { echo "npm is required (it fetches DynamoDB Local and asl-validator)"; exit 1; }
 
 deps:
 	$(GO) mod download
@@ -49,12 +61,29 @@ run: deps ddb-install
 ddb-run: deps ddb-install
 	$(WITH_DDB)
 
+# gofmt, go.mod and go.sum as `go mod tidy` writes them, go vet, and no committed binaries
+# (.ci/no-binaries proves itself on throw-away repositories first).
 lint: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
+	@bash .ci/no-binaries --self-test
+	bash .ci/no-binaries
 
-test: deps ddb-install lint unit fuzz synth
+test: deps ddb-install lint asl-lint unit fuzz synth
+
+asl-install: $(ASL_VALIDATOR)
+$(ASL_VALIDATOR): | tools-check
+	mkdir -p $(ASL_DIR)
+	npm install --silent --no-fund --no-audit --cache $(abspath $(CACHE)/npm) --prefix $(ASL_DIR) $(ASL_PKG)
+
+# The workflow as deployed (stepfunctions.Definition replaces the ${…} placeholders with
+# realistic ARNs; a test writes it), checked against the States Language spec.
+asl-lint: deps asl-install
+	@mkdir -p $(dir $(ASL_OUT)) && rm -f $(ASL_OUT)
+	LONGRUN_ASL_OUT=$(abspath $(ASL_OUT)) $(GO) test -count=1 -run '^TestRenderDefinition$$' ./internal/aws/stepfunctions/
+	$(ASL_VALIDATOR) --json-path $(ASL_OUT)
 
 unit:
 	$(WITH_DDB) $(GO) test -race -count=1 ./...
@@ -69,17 +98,17 @@ fuzz:
 bench: deps ddb-install
 	$(WITH_DDB) $(GO) test -p 1 -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./internal/...
 
-# Release build: every function for linux/arm64 (-tags lambda.norpc, trimmed, stripped),
+# Release build: every function for linux/$(ARCH) (-tags lambda.norpc, trimmed, stripped),
 # zipped into dist/<function>.zip for CDK; prints binary and zip sizes.
-ARCH ?= arm64
 build:
 	$(GO) build ./...
 	$(GO) run ./cmd/release -out dist -arch $(ARCH)
 
-# Synthesize the CDK app offline into cdk.out (needs the zips of `make build`).
-# (Context reaches a CDK app through CDK_CONTEXT_JSON, as the CDK CLI passes it.)
+# Synthesize the CDK app offline into cdk.out (needs the zips of `make build`; the app
+# refuses zips of another architecture). Context reaches a CDK app through
+# CDK_CONTEXT_JSON, as the CDK CLI passes it.
 synth: build
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","codeDir":"dist"}' CDK_OUTDIR=cdk.out $(GO) run ./infra
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","codeDir":"dist","architecture":"$(CDK_ARCH)"}' CDK_OUTDIR=cdk.out $(GO) run ./infra
 	@ls cdk.out/*.template.json
 
 # The CDK CLI, installed into the git-ignored cache (never into the module tree).
@@ -89,11 +118,12 @@ $(CDK):
 	npm install --silent --no-fund --no-audit --prefix $(CACHE)/cdk $(CDK_CLI)
 
 # Deploy a stage to the AWS account of the current credentials: make deploy STAGE=prod
+# (ARCH=amd64 for x86_64 functions).
 deploy: build cdk-install
-	$(CDK) deploy --app "$(GO) run ./infra" -c stage=$(STAGE) --no-notices --require-approval broadening longrun-$(STAGE)
+	$(CDK) deploy --app "$(GO) run ./infra" -c stage=$(STAGE) -c architecture=$(CDK_ARCH) --no-notices --require-approval broadening longrun-$(STAGE)
 
 destroy: cdk-install
-	$(CDK) destroy --app "$(GO) run ./infra" -c stage=$(STAGE) --no-notices longrun-$(STAGE)
+	$(CDK) destroy --app "$(GO) run ./infra" -c stage=$(STAGE) -c architecture=$(CDK_ARCH) --no-notices longrun-$(STAGE)
 
 # LocalStack (needs Docker and LOCALSTACK_AUTH_TOKEN; see localstack/README.md).
 localstack-up:
@@ -102,8 +132,10 @@ localstack-up:
 localstack-down:
 	docker compose -f localstack/docker-compose.yml down
 
+# LocalStack runs functions in containers of the host's architecture: ARCH defaults to it.
+test-localstack: ARCH = $(if $(filter x86_64 amd64,$(shell uname -m)),amd64,arm64)
 test-localstack: build
-	bash localstack/test.sh
+	CDK_ARCH=$(CDK_ARCH) bash localstack/test.sh
 
 clean:
 	rm -rf bin dist cdk.out

@@ -15,12 +15,9 @@ import (
 func main() {
 	defer jsii.Close()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(env("CDK_OUTDIR", "cdk.out"))})
-	stage := context(app, "stage", "dev")
-	props := &stack.Props{
-		Stage:              stage,
-		CodeDir:            context(app, "codeDir", "dist"),
-		CognitoUserPoolArn: context(app, "cognitoUserPoolArn", ""),
-		X86:                context(app, "architecture", "arm64") == "x86_64",
+	props, err := stack.FromContext(app)
+	if err != nil {
+		fail(err)
 	}
 	// The CDK CLI sets these from the credentials it deploys with; offline synthesis leaves
 	// the stack environment-agnostic.
@@ -28,18 +25,20 @@ func main() {
 		props.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
 	}
 	if _, err := os.Stat(props.CodeDir + "/api.zip"); err != nil {
-		fmt.Fprintf(os.Stderr, "infra: %s/api.zip is missing: run `make build` first\n", props.CodeDir)
-		os.Exit(1)
+		fail(fmt.Errorf("%s/api.zip is missing: run `make build` first", props.CodeDir))
 	}
-	stack.New(app, "longrun-"+stage, props)
+	if err := stack.CheckCode(props.CodeDir, props.Architecture); err != nil {
+		fail(err)
+	}
+	stack.New(app, "longrun-"+props.Stage, props)
 	app.Synth(nil)
 }
 
-func context(app awscdk.App, key, def string) string {
-	if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
-		return v
-	}
-	return def
+// fail stops the app before synthesis (os.Exit skips main's deferred jsii.Close).
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "infra:", err)
+	jsii.Close()
+	os.Exit(1)
 }
 
 func env(key, def string) string {

@@ -3,16 +3,13 @@
 #  1. start LocalStack (localstack/docker-compose.yml)
 #  2. deploy the CDK app into it with cdklocal (stage "local", functions built for this host)
 #  3. run the portable e2e tests with the stack's outputs as their target
+# make has built dist/ for ARCH (this host's by default) and passes the CDK's name for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${LOCALSTACK_AUTH_TOKEN:?LocalStack needs LOCALSTACK_AUTH_TOKEN: see localstack/README.md}"
+: "${CDK_ARCH:?run this through make test-localstack}"
 command -v docker >/dev/null || { echo "Docker (with a running engine) is required"; exit 1; }
 
-case "$(uname -m)" in
-  x86_64) arch=amd64; cdk_arch=x86_64 ;;
-  *) arch=arm64; cdk_arch=arm64 ;;
-esac
-make build ARCH="$arch"
 docker compose -f localstack/docker-compose.yml up -d --wait
 
 mkdir -p .cache/cdk
@@ -22,9 +19,9 @@ export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 export CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 cdklocal=.cache/cdk/node_modules/.bin/cdklocal
 app="go run ./infra"
-"$cdklocal" bootstrap --app "$app" --no-notices -c stage=local -c architecture="$cdk_arch"
+"$cdklocal" bootstrap --app "$app" --no-notices -c stage=local -c architecture="$CDK_ARCH"
 "$cdklocal" deploy longrun-local --app "$app" --no-notices --require-approval never \
-  -c stage=local -c architecture="$cdk_arch" --outputs-file .cache/localstack-outputs.json
+  -c stage=local -c architecture="$CDK_ARCH" --outputs-file .cache/localstack-outputs.json
 
 output() { node -e "const o=require('./.cache/localstack-outputs.json')['longrun-local']; process.stdout.write(o['$1'])"; }
 export LONGRUN_E2E_API_URL="$(output ApiUrl | sed 's:/*$::')"

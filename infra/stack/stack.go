@@ -42,9 +42,39 @@ type Props struct {
 	CognitoUserPoolArn string
 	// ThrottleRate and ThrottleBurst limit the API stage (requests/s); 0 means 100 and 200.
 	ThrottleRate, ThrottleBurst float64
-	// X86 builds the functions for x86_64 instead of arm64 (LocalStack on an x86 host);
-	// the zips must match (`make build ARCH=amd64`).
-	X86 bool
+	// Architecture is every function's instruction set, named as the CDK context names it:
+	// "arm64" (the default when empty) or "x86_64" (e.g. LocalStack on an x86 host). The
+	// zips must match: CheckCode.
+	Architecture string
+}
+
+// FromContext reads a stage's settings from the CDK context (-c key=value, cdk.json or
+// CDK_CONTEXT_JSON): stage, codeDir, cognitoUserPoolArn and architecture. An architecture
+// other than arm64 or x86_64 is an error, so a typo never deploys the default.
+func FromContext(scope constructs.Construct) (*Props, error) {
+	get := func(key, def string) string {
+		switch v := scope.Node().TryGetContext(jsii.String(key)).(type) {
+		case nil:
+			return def
+		case string:
+			if v == "" {
+				return def
+			}
+			return v
+		default:
+			return fmt.Sprint(v)
+		}
+	}
+	props := &Props{
+		Stage:              get("stage", "dev"),
+		CodeDir:            get("codeDir", "dist"),
+		CognitoUserPoolArn: get("cognitoUserPoolArn", ""),
+		Architecture:       get("architecture", "arm64"),
+	}
+	if _, err := lambdaArchitecture(props.Architecture); err != nil {
+		return nil, err
+	}
+	return props, nil
 }
 
 // Function settings per function: memory (MB) and timeout (s). Workers run one step per
@@ -61,6 +91,10 @@ const workerSettingsMemory, workerSettingsTimeout = 512, 60
 
 // New defines the stack.
 func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
+	arch, err := lambdaArchitecture(props.Architecture)
+	if err != nil {
+		panic(err)
+	}
 	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
 	name := func(s string) *string { return jsii.String("longrun-" + props.Stage + "-" + s) }
 	dev := props.Stage == "dev"
@@ -96,7 +130,7 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		f := awslambda.NewFunction(stack, jsii.String(title(fname)), &awslambda.FunctionProps{
 			FunctionName:  name(fname),
 			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:  awslambda.Architecture_ARM_64(),
+			Architecture:  arch,
 			Handler:       jsii.String("bootstrap"),
 			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
 			MemorySize:    jsii.Number(memory),
@@ -280,13 +314,6 @@ func mapping(f awslambda.Function, table awsdynamodb.Table, m eventsource.Mappin
 		props.MaxBatchingWindow = awscdk.Duration_Millis(jsii.Number(float64(m.MaxBatchingWindow.Milliseconds())))
 	}
 	f.AddEventSource(awslambdaeventsources.NewDynamoEventSource(table, props))
-}
-
-func architecture(x86 bool) awslambda.Architecture {
-	if x86 {
-		return awslambda.Architecture_X86_64()
-	}
-	return awslambda.Architecture_ARM_64()
 }
 
 func removal(dev bool) awscdk.RemovalPolicy {

@@ -2,6 +2,8 @@ package stack_test
 
 import (
 	"archive/zip"
+	"debug/elf"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -47,7 +49,11 @@ var synthesize = func() func(t *testing.T, props stack.Props) *template {
 		t.Helper()
 		mu.Lock()
 		defer mu.Unlock()
-		key := props.Stage + "|" + props.CognitoUserPoolArn
+		arch := props.Architecture
+		if arch == "" {
+			arch = "arm64"
+		}
+		key := props.Stage + "|" + props.CognitoUserPoolArn + "|" + arch
 		if tpl, ok := cache[key]; ok {
 			return tpl
 		}
@@ -239,29 +245,117 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 }
 
+// fromContext reads Props as the app does, from CDK context values.
+func fromContext(t *testing.T, values map[string]any) stack.Props {
+	t.Helper()
+	props, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &values}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *props
+}
+
 func TestFunctionsAreBuiltForLambda(t *testing.T) {
-	tpl := dev(t)
-	fns := tpl.of("AWS::Lambda::Function")
 	entries, _ := os.ReadDir("../../functions")
-	if len(fns) != len(entries) {
-		t.Fatalf("%d functions, %d in functions/", len(fns), len(entries))
+	for _, tc := range []struct {
+		context map[string]any
+		want    string
+	}{
+		{map[string]any{}, "arm64"},
+		{map[string]any{"architecture": "arm64"}, "arm64"},
+		{map[string]any{"architecture": "x86_64"}, "x86_64"},
+	} {
+		tpl := synthesize(t, fromContext(t, tc.context))
+		fns := tpl.of("AWS::Lambda::Function")
+		if len(fns) != len(entries) {
+			t.Fatalf("%d functions, %d in functions/", len(fns), len(entries))
+		}
+		for id, f := range fns {
+			p := f.Properties
+			if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" || !reflect.DeepEqual(p["Architectures"], []any{tc.want}) {
+				t.Errorf("context %v: %s: %v %v %v, want %s", tc.context, id, p["Runtime"], p["Handler"], p["Architectures"], tc.want)
+			}
+			vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+			if _, ok := vars["LONGRUN_TABLE"].(map[string]any); !ok {
+				t.Errorf("%s: LONGRUN_TABLE must come from the table, not a literal: %v", id, vars["LONGRUN_TABLE"])
+			}
+			if p["LoggingConfig"] == nil || p["Timeout"] == nil || p["MemorySize"] == nil {
+				t.Errorf("%s: logging, timeout and memory must be set", id)
+			}
+		}
+		for id, lg := range tpl.of("AWS::Logs::LogGroup") {
+			if lg.Properties["RetentionInDays"] == nil {
+				t.Errorf("%s: no retention", id)
+			}
+		}
 	}
-	for id, f := range fns {
-		p := f.Properties
-		if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" || !reflect.DeepEqual(p["Architectures"], []any{"arm64"}) {
-			t.Errorf("%s: %v %v %v", id, p["Runtime"], p["Handler"], p["Architectures"])
-		}
-		vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
-		if _, ok := vars["LONGRUN_TABLE"].(map[string]any); !ok {
-			t.Errorf("%s: LONGRUN_TABLE must come from the table, not a literal: %v", id, vars["LONGRUN_TABLE"])
-		}
-		if p["LoggingConfig"] == nil || p["Timeout"] == nil || p["MemorySize"] == nil {
-			t.Errorf("%s: logging, timeout and memory must be set", id)
+}
+
+// Anything but arm64 or x86_64 stops synthesis: a typo must not deploy the default.
+func TestUnknownArchitectureIsAnError(t *testing.T) {
+	for _, v := range []any{"amd64", "x86", "ARM64", 64} {
+		values := map[string]any{"architecture": v}
+		_, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &values}))
+		if err == nil || !strings.Contains(err.Error(), "want arm64 (the default) or x86_64") {
+			t.Errorf("architecture=%v: %v", v, err)
 		}
 	}
-	for id, lg := range tpl.of("AWS::Logs::LogGroup") {
-		if lg.Properties["RetentionInDays"] == nil {
-			t.Errorf("%s: no retention", id)
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("New accepted architecture amd64")
+			}
+		}()
+		stack.New(awscdk.NewApp(nil), "longrun-dev", &stack.Props{Stage: "dev", Architecture: "amd64"})
+	}()
+}
+
+// elfZip writes <name>.zip holding a bootstrap that starts like an ELF binary for machine.
+func elfZip(t *testing.T, dir, name string, machine elf.Machine) {
+	t.Helper()
+	h := make([]byte, 64)
+	copy(h, elf.ELFMAG)
+	h[elf.EI_CLASS], h[elf.EI_DATA], h[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	binary.LittleEndian.PutUint16(h[16:], uint16(elf.ET_EXEC))
+	binary.LittleEndian.PutUint16(h[18:], uint16(machine))
+	f, err := os.Create(filepath.Join(dir, name+".zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	w, _ := zw.Create("bootstrap")
+	_, _ = w.Write(h)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+}
+
+// The app refuses zips of the other architecture (`make build ARCH=…` and the context disagree).
+func TestCheckCodeMatchesTheArchitecture(t *testing.T) {
+	arm, x86, mixed, none := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
+	for _, fn := range []string{"api", "worker-demo-task"} {
+		elfZip(t, arm, fn, elf.EM_AARCH64)
+		elfZip(t, x86, fn, elf.EM_X86_64)
+	}
+	elfZip(t, mixed, "api", elf.EM_AARCH64)
+	elfZip(t, mixed, "recorder", elf.EM_X86_64)
+	for _, tc := range []struct {
+		dir, arch, fails string
+	}{
+		{arm, "", ""},
+		{arm, "arm64", ""},
+		{x86, "x86_64", ""},
+		{arm, "x86_64", "api.zip is built for arm64, the stack's architecture is x86_64: run `make build ARCH=amd64`"},
+		{x86, "arm64", "api.zip is built for amd64, the stack's architecture is arm64: run `make build ARCH=arm64`"},
+		{mixed, "arm64", "recorder.zip is built for amd64"},
+		{placeholderCode(t), "arm64", "not a little-endian ELF executable"},
+		{none, "arm64", "no function zips"},
+		{arm, "amd64", "want arm64 (the default) or x86_64"},
+	} {
+		err := stack.CheckCode(tc.dir, tc.arch)
+		if tc.fails == "" && err != nil || tc.fails != "" && (err == nil || !strings.Contains(err.Error(), tc.fails)) {
+			t.Errorf("CheckCode(%s, %q) = %v, want %q", filepath.Base(tc.dir), tc.arch, err, tc.fails)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package stepfunctions
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,28 @@ func TestStepsAreNeverRetriedOnFunctionErrors(t *testing.T) {
 				t.Errorf("the Step task retries %s", e)
 			}
 		}
+	}
+}
+
+// `make asl-lint` runs this with LONGRUN_ASL_OUT set, then asl-validator (npm) on the file:
+// the definition as CDK deploys it for stage dev, with realistic ARNs.
+func TestRenderDefinition(t *testing.T) {
+	def, err := Definition(map[string]string{
+		WorkerFunctionArn:   "arn:aws:lambda:us-east-1:123456789012:function:longrun-dev-" + FunctionName("demo-task"),
+		RecorderFunctionArn: "arn:aws:lambda:us-east-1:123456789012:function:longrun-dev-recorder",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asl map[string]any
+	if err := json.Unmarshal([]byte(def), &asl); err != nil || strings.Contains(def, "${") {
+		t.Fatalf("the rendered definition is not a complete JSON document: %v", err)
+	}
+	out := os.Getenv("LONGRUN_ASL_OUT")
+	if out == "" {
+		out = filepath.Join(t.TempDir(), "operation.asl.json") // rendered and checked all the same
+	}
+	if err := os.WriteFile(out, []byte(def), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
