@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,5 +99,47 @@ func TestReplayThroughTheStack(t *testing.T) {
 	anon := client{t, "nope"}.do(http.MethodGet, "/v1/operations/"+first.json["operationId"].(string), "", "")
 	if anon.status != 401 || anon.json["code"] != "unauthenticated" || anon.header.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("unknown token: %d %s", anon.status, anon.body)
+	}
+}
+
+// Issue #11's contract details through HTTP: a reused key's 409 names the key's operation,
+// a body that is not UTF-8 JSON is 415 and admits nothing, and a method a known path does
+// not have is 405 with Allow.
+func TestContractDetailsThroughTheStack(t *testing.T) {
+	c := alice(t)
+	key := newKey()
+	first := c.do(http.MethodPost, "/v1/operations", key, `{"type":"demo.task","input":{"target":"e2e-details"}}`)
+	if first.status != http.StatusAccepted {
+		t.Fatalf("admit: %d %s", first.status, first.body)
+	}
+	reused := c.do(http.MethodPost, "/v1/operations", key, `{"type":"demo.task","input":{"target":"e2e-details-2"}}`)
+	if reused.status != http.StatusConflict || reused.json["code"] != "idempotency_key_reused" || reused.json["operationId"] != first.json["operationId"] {
+		t.Fatalf("reused key: %d %s", reused.status, reused.body)
+	}
+
+	utf16Key := newKey()
+	req, err := http.NewRequest(http.MethodPost, stack.APIURL+"/v1/operations", strings.NewReader(`{"type":"demo.task","input":{"target":"e2e-utf16"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-16")
+	req.Header.Set("Idempotency-Key", utf16Key)
+	if r := c.send(req); r.status != http.StatusUnsupportedMediaType || r.json["code"] != "unsupported_media_type" {
+		t.Fatalf("charset=utf-16: %d %s", r.status, r.body)
+	}
+	// Nothing was admitted: the key is still free.
+	if r := c.do(http.MethodPost, "/v1/operations", utf16Key, `{"type":"demo.task","input":{"target":"e2e-utf16"}}`); r.status != http.StatusAccepted || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("after the 415: %d %s", r.status, r.body)
+	}
+
+	if stack.local == nil {
+		return // API Gateway answers undefined methods itself unless the REST API forwards them
+	}
+	r := c.do(http.MethodDelete, "/v1/operations/"+first.json["operationId"].(string), "", "")
+	if r.status != http.StatusMethodNotAllowed || r.json["code"] != "method_not_allowed" || r.header.Get("Allow") != "GET" {
+		t.Fatalf("DELETE: %d %v %s", r.status, r.header, r.body)
+	}
+	if r := c.do(http.MethodDelete, "/v1/nothing", "", ""); r.status != http.StatusNotFound || r.header.Get("Allow") != "" {
+		t.Fatalf("DELETE of an unknown path: %d %v %s", r.status, r.header, r.body)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/jcs"
@@ -41,8 +42,11 @@ type Scope struct {
 type Request struct {
 	Scope     Scope
 	Key       string
-	MediaType string // lowercased, parameters dropped
-	Body      []byte
+	MediaType string // lowercased, parameters dropped; "" when missing or unparseable
+	// MediaParams are the Content-Type's parameters (names lowercased, as
+	// mime.ParseMediaType returns them); only charset is judged.
+	MediaParams map[string]string
+	Body        []byte
 	// BasePath is the prefix of the API's base URL as the client called it ("" locally,
 	// "/prod" behind a stage); statusUrl and Location are built under it.
 	BasePath string
@@ -112,7 +116,7 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 	if err := ValidateKey(req.Key); err != nil {
 		return Outcome{}, err
 	}
-	body, err := parseBody(req.MediaType, req.Body)
+	body, err := parseBody(req.MediaType, req.MediaParams, req.Body)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -159,8 +163,10 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 		// Our own write (an SDK retry of a commit that succeeded shows up as "exists").
 		return Outcome{Record: rec}, nil
 	case existing.Fingerprint != fp:
+		// The record is the caller's own (it is keyed by scope), so naming its operation
+		// tells them which job the key belongs to and reveals nothing of anyone else's.
 		return Outcome{}, problem.New(problem.IdempotencyKeyReused,
-			"This Idempotency-Key was already used with a different request.")
+			"This Idempotency-Key was already used with a different request.").WithOperation(existing.OperationID)
 	default:
 		return Outcome{Record: *existing, Replayed: true}, nil
 	}
@@ -195,14 +201,31 @@ type admissionBody struct {
 	Input  map[string]any
 }
 
-// parseBody checks the size and parses strictly (duplicates, invalid UTF-8, depth) before
-// anything is stored.
-func parseBody(mediaType string, data []byte) (admissionBody, error) {
+// CheckMediaType judges a request body's Content-Type: missing (or unparseable) is 400
+// invalid_input, as the media type is part of the fingerprint; any media type but
+// application/json, or a charset parameter other than utf-8 (case-insensitive), is 415
+// unsupported_media_type. Parameters other than charset are ignored.
+func CheckMediaType(mediaType string, params map[string]string) error {
+	if mediaType == "" {
+		return problem.New(problem.InvalidInput, "Content-Type must be application/json.")
+	}
+	if mediaType != "application/json" {
+		return problem.New(problem.UnsupportedMediaType, "Content-Type %q is not supported: send application/json.", truncate(mediaType, 64))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return problem.New(problem.UnsupportedMediaType, "charset %q is not supported: the body must be UTF-8.", truncate(cs, 64))
+	}
+	return nil
+}
+
+// parseBody checks the size and the media type and parses strictly (duplicates, invalid
+// UTF-8, depth) before anything is stored.
+func parseBody(mediaType string, params map[string]string, data []byte) (admissionBody, error) {
 	if len(data) > MaxBodyBytes {
 		return admissionBody{}, problem.New(problem.PayloadTooLarge, "The body must be at most %d bytes.", MaxBodyBytes)
 	}
-	if mediaType != "application/json" {
-		return admissionBody{}, problem.New(problem.InvalidInput, "Content-Type must be application/json.")
+	if err := CheckMediaType(mediaType, params); err != nil {
+		return admissionBody{}, err
 	}
 	parsed, err := jcs.Parse(data)
 	if err != nil {

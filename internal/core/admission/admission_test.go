@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,42 @@ func TestIntentCarriesWindowQuotaAndScope(t *testing.T) {
 	}
 	if string(in.First.Admission.Input) != `{"target":"a"}` {
 		t.Fatalf("stored input %s", in.First.Admission.Input)
+	}
+}
+
+// A key reused with another request is refused naming the operation the stored record (the
+// caller's own: records are keyed by scope) holds.
+func TestKeyReusedNamesTheKeysOperation(t *testing.T) {
+	store := &fakeStore{existing: &Record{Fingerprint: "another request", OperationID: "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3"}}
+	_, err := service(store).Admit(context.Background(), Request{Scope: Scope{"acme", "alice"}, Key: "k",
+		MediaType: "application/json", Body: []byte(`{"type":"demo.task","input":{"target":"a"}}`)})
+	var pe *problem.Error
+	if !errors.As(err, &pe) || pe.Code != problem.IdempotencyKeyReused || pe.OperationID != "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3" {
+		t.Fatalf("err %v (%+v)", err, pe)
+	}
+}
+
+func TestCheckMediaType(t *testing.T) {
+	for _, tc := range []struct {
+		mediaType string
+		params    map[string]string
+		want      problem.Code // "" = accepted
+	}{
+		{"application/json", nil, ""},
+		{"application/json", map[string]string{"charset": "utf-8"}, ""},
+		{"application/json", map[string]string{"charset": "UTF-8"}, ""},
+		{"application/json", map[string]string{"charset": "Utf-8", "foo": "bar"}, ""},
+		{"application/json", map[string]string{"foo": "bar"}, ""},
+		{"", nil, problem.InvalidInput}, // missing or unparseable: part of the fingerprint
+		{"text/plain", nil, problem.UnsupportedMediaType},
+		{"application/merge-patch+json", nil, problem.UnsupportedMediaType},
+		{"application/json", map[string]string{"charset": "utf-16"}, problem.UnsupportedMediaType},
+		{"application/json", map[string]string{"charset": "utf8"}, problem.UnsupportedMediaType},
+		{"application/json", map[string]string{"charset": ""}, problem.UnsupportedMediaType},
+		{"application/json", map[string]string{"charset": "iso-8859-1"}, problem.UnsupportedMediaType},
+	} {
+		if got := problem.CodeOf(CheckMediaType(tc.mediaType, tc.params)); got != tc.want {
+			t.Errorf("%q %v: %q, want %q", tc.mediaType, tc.params, got, tc.want)
+		}
 	}
 }

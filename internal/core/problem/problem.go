@@ -24,10 +24,19 @@ const (
 	AlreadyTerminal          Code = "already_terminal"
 	VersionMismatch          Code = "version_mismatch"
 	PayloadTooLarge          Code = "payload_too_large"
+	UnsupportedMediaType     Code = "unsupported_media_type"
+	MethodNotAllowed         Code = "method_not_allowed"
 	QuotaExceeded            Code = "quota_exceeded"
 	Unavailable              Code = "unavailable"
 	Internal                 Code = "internal"
 )
+
+// Codes lists every code of the contract (a new slice each call).
+func Codes() []Code {
+	return []Code{InvalidInput, InvalidIdempotencyKey, UnsupportedOperationType, Unauthenticated, Forbidden,
+		NotFound, IdempotencyKeyReused, TargetBusy, AlreadyTerminal, VersionMismatch, PayloadTooLarge,
+		UnsupportedMediaType, MethodNotAllowed, QuotaExceeded, Unavailable, Internal}
+}
 
 // FieldError names one invalid part of a request by JSON pointer (RFC 6901).
 type FieldError struct {

@@ -107,6 +107,7 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 			resp, err := h.list(ctx, ev, scope)
 			return resp, "", err
 		}
+		return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet, http.MethodPost)
 	}
 	if rest, ok := strings.CutPrefix(path, operationsPath+"/"); ok {
 		id, action, _ := strings.Cut(rest, "/")
@@ -119,12 +120,38 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 			resp, err = h.cancel(ctx, ev, scope, id)
 		case action == "resolve" && ev.HTTPMethod == http.MethodPost:
 			resp, err = h.resolve(ctx, ev, scope, id)
+		case id != "" && action == "":
+			return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet)
+		case id != "" && (action == "cancel" || action == "resolve"):
+			return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodPost)
 		default:
-			return response{}, "", problem.New(problem.NotFound, "No such route: %s %s.", ev.HTTPMethod, truncate(path, 128))
+			return response{}, "", errNoRoute(ev.HTTPMethod, path)
 		}
 		return resp, id, err
 	}
-	return response{}, "", problem.New(problem.NotFound, "No such route: %s %s.", ev.HTTPMethod, truncate(path, 128))
+	return response{}, "", errNoRoute(ev.HTTPMethod, path)
+}
+
+// allowError is a 405: the problem, and the path's methods for the Allow header.
+type allowError struct {
+	err   *problem.Error
+	allow []string
+}
+
+func (e *allowError) Error() string { return e.err.Error() }
+
+func (e *allowError) Unwrap() error { return e.err }
+
+// methodNotAllowed is the 405 for a known path called with another method; allow lists the
+// path's methods.
+func methodNotAllowed(method, path string, allow ...string) error {
+	return &allowError{allow: allow, err: problem.New(problem.MethodNotAllowed, "%s is not a method of %s; it has %s.",
+		truncate(method, 16), truncate(path, 128), strings.Join(allow, ", "))}
+}
+
+// errNoRoute is the 404 for a path the API does not have.
+func errNoRoute(method, path string) error {
+	return problem.New(problem.NotFound, "No such route: %s %s.", method, truncate(path, 128))
 }
 
 func (h *Handler) admit(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope) (response, string, error) {
@@ -140,7 +167,8 @@ func (h *Handler) admit(ctx context.Context, ev events.APIGatewayProxyRequest, s
 	if err != nil {
 		return response{}, "", err
 	}
-	out, err := h.Admission.Admit(ctx, admission.Request{Scope: scope, Key: key, MediaType: mediaType(ev),
+	mt, params := mediaType(ev)
+	out, err := h.Admission.Admit(ctx, admission.Request{Scope: scope, Key: key, MediaType: mt, MediaParams: params,
 		Body: payload, BasePath: basePath(ev)})
 	if err != nil {
 		return response{}, "", err
@@ -231,6 +259,13 @@ func finish(r response, requestID string) events.APIGatewayProxyResponse {
 // ScopeOf resolves the caller from what API Gateway's authorizer put in the request context:
 // a Lambda authorizer's (or the local shim's) tenant and principal, a Cognito JWT's claims,
 // or the IAM identity. Never from a header or the body.
+//
+// With IAM (SigV4) the tenant is the account and the principal the caller's ARN, except
+// that an assumed role's session name is dropped: every session of a role is one caller,
+// arn:<partition>:sts::<account>:assumed-role/<role> (see rolePrincipal), so a service that
+// retries through another instance, with another session, stays in its idempotency scope
+// and sees its own operations. IAM users, root and every other identity are taken as they
+// are.
 func ScopeOf(rc events.APIGatewayProxyRequestContext) (admission.Scope, error) {
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	if t, p := str(rc.Authorizer, "tenant"), str(rc.Authorizer, "principal"); t != "" && p != "" {
@@ -242,10 +277,31 @@ func ScopeOf(rc events.APIGatewayProxyRequestContext) (admission.Scope, error) {
 		}
 	}
 	// IAM (SigV4): the account is the tenant, the calling identity the principal.
-	if principal := firstOf(rc.Identity.UserArn, rc.Identity.Caller, rc.Identity.User); rc.Identity.AccountID != "" && principal != "" {
+	if principal := firstOf(rolePrincipal(rc.Identity.UserArn), rc.Identity.Caller, rc.Identity.User); rc.Identity.AccountID != "" && principal != "" {
 		return admission.Scope{Tenant: rc.Identity.AccountID, Principal: principal}, nil
 	}
 	return admission.Scope{}, problem.New(problem.Unauthenticated, "The request has no resolvable caller.")
+}
+
+// rolePrincipal drops the session name from an assumed-role ARN,
+// arn:<partition>:sts::<account>:assumed-role/<role-name>/<role-session-name>, leaving
+// arn:<partition>:sts::<account>:assumed-role/<role-name>. A role's path is not part of that
+// ARN and neither a role name nor a session name may contain "/", so the session is exactly
+// the last segment. Any other ARN (an IAM user, root, a federated user) is returned as it is.
+func rolePrincipal(arn string) string {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[2] != "sts" || parts[4] == "" {
+		return arn
+	}
+	role, ok := strings.CutPrefix(parts[5], "assumed-role/")
+	if !ok {
+		return arn
+	}
+	name, session, ok := strings.Cut(role, "/")
+	if !ok || name == "" || session == "" || strings.Contains(session, "/") {
+		return arn
+	}
+	return strings.Join(parts[:5], ":") + ":assumed-role/" + name
 }
 
 func firstOf(values ...string) string {
@@ -284,14 +340,14 @@ func header(ev events.APIGatewayProxyRequest, name string) string {
 	return ""
 }
 
-// mediaType is the request's media type, lowercased with parameters dropped ("" when
-// absent or unparseable; admission rejects it).
-func mediaType(ev events.APIGatewayProxyRequest) string {
-	mt, _, err := mime.ParseMediaType(header(ev, "Content-Type"))
+// mediaType is the request's media type, lowercased, and its parameters (names lowercased):
+// "" and none when the header is absent or unparseable. admission.CheckMediaType judges them.
+func mediaType(ev events.APIGatewayProxyRequest) (string, map[string]string) {
+	mt, params, err := mime.ParseMediaType(header(ev, "Content-Type"))
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	return strings.ToLower(mt)
+	return strings.ToLower(mt), params
 }
 
 func requestBody(ev events.APIGatewayProxyRequest) ([]byte, error) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"reflect"
 	"sort"
 	"strings"
@@ -97,6 +98,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 type req struct {
 	method, path string
 	caller       string // "alice", "bob", "carol" (acme, second principal), "" = anonymous
+	userArn      string // a SigV4 caller instead: the IAM identity API Gateway resolved
 	keys         []string
 	contentType  string
 	body         string
@@ -136,6 +138,12 @@ func (e *env) do(r req) res {
 		if c[2] != "" {
 			ev.RequestContext.Authorizer["role"] = c[2]
 		}
+	}
+	if r.userArn != "" {
+		// What API Gateway puts in the context of an IAM-authorized request.
+		account := strings.Split(r.userArn, ":")[4]
+		ev.RequestContext.Identity = events.APIGatewayRequestIdentity{AccountID: account, UserArn: r.userArn,
+			Caller: "AROAEXAMPLEID:" + path.Base(r.userArn), User: "AROAEXAMPLEID:" + path.Base(r.userArn)}
 	}
 	set := func(k string, vs ...string) {
 		ev.Headers[k] = vs[len(vs)-1]

@@ -75,7 +75,8 @@ func (h *Handler) resolve(ctx context.Context, ev events.APIGatewayProxyRequest,
 	if err != nil {
 		return response{}, err
 	}
-	r, err := parseResolution(mediaType(ev), payload)
+	mt, params := mediaType(ev)
+	r, err := parseResolution(mt, params, payload)
 	if err != nil {
 		return response{}, err
 	}
@@ -89,13 +90,13 @@ func (h *Handler) resolve(ctx context.Context, ev events.APIGatewayProxyRequest,
 	return representation(op, admission.StatusPath(basePath(ev), op.ID))
 }
 
-func parseResolution(mediaType string, payload []byte) (intent.Resolution, error) {
+func parseResolution(mediaType string, params map[string]string, payload []byte) (intent.Resolution, error) {
 	var r intent.Resolution
 	if len(payload) > admission.MaxBodyBytes {
 		return r, problem.New(problem.InvalidInput, "The body must be at most %d bytes.", admission.MaxBodyBytes)
 	}
-	if mediaType != "application/json" {
-		return r, problem.New(problem.InvalidInput, "Content-Type must be application/json.")
+	if err := admission.CheckMediaType(mediaType, params); err != nil {
+		return r, err
 	}
 	if _, err := jcs.Parse(payload); err != nil {
 		return r, problem.Wrap(problem.InvalidInput, err, "The body is not acceptable JSON: %s.", err.Error())

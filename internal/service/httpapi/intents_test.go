@@ -160,6 +160,13 @@ func TestResolveIsForOperatorsAndUnknownOutcomesOnly(t *testing.T) {
 	} {
 		wantProblem(t, e.resolve(id, "ops", bad), http.StatusBadRequest, "invalid_input")
 	}
+	resolveAs := func(contentType string) res {
+		return e.do(req{method: http.MethodPost, path: "/v1/operations/" + id + "/resolve", caller: "ops", contentType: contentType, body: ok})
+	}
+	for _, ct := range []string{"text/plain", "application/json; charset=utf-16"} {
+		wantProblem(t, resolveAs(ct), http.StatusUnsupportedMediaType, "unsupported_media_type")
+	}
+	wantProblem(t, resolveAs("none"), http.StatusBadRequest, "invalid_input")
 	wantProblem(t, e.resolve("op_01ARYZ6S410000000000000000", "ops", ok), http.StatusNotFound, "not_found")
 	e.unchanged(before)
 

@@ -2,58 +2,71 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
 
-// statuses is the one place a contract code becomes an HTTP status.
-var statuses = map[problem.Code]int{
-	problem.InvalidInput:             http.StatusBadRequest,
-	problem.InvalidIdempotencyKey:    http.StatusBadRequest,
-	problem.UnsupportedOperationType: http.StatusBadRequest,
-	problem.Unauthenticated:          http.StatusUnauthorized,
-	problem.Forbidden:                http.StatusForbidden,
-	problem.NotFound:                 http.StatusNotFound,
-	problem.IdempotencyKeyReused:     http.StatusConflict,
-	problem.TargetBusy:               http.StatusConflict,
-	problem.AlreadyTerminal:          http.StatusConflict,
-	problem.VersionMismatch:          http.StatusPreconditionFailed,
-	problem.PayloadTooLarge:          http.StatusRequestEntityTooLarge,
-	problem.QuotaExceeded:            http.StatusTooManyRequests,
-	problem.Unavailable:              http.StatusServiceUnavailable,
-	problem.Internal:                 http.StatusInternalServerError,
-}
-
-var titles = map[problem.Code]string{
-	problem.InvalidInput:             "Invalid input",
-	problem.InvalidIdempotencyKey:    "Invalid Idempotency-Key",
-	problem.UnsupportedOperationType: "Unsupported operation type",
-	problem.Unauthenticated:          "Unauthenticated",
-	problem.Forbidden:                "Forbidden",
-	problem.NotFound:                 "Not found",
-	problem.IdempotencyKeyReused:     "Idempotency-Key reused",
-	problem.TargetBusy:               "Target busy",
-	problem.AlreadyTerminal:          "Already terminal",
-	problem.VersionMismatch:          "Version mismatch",
-	problem.PayloadTooLarge:          "Payload too large",
-	problem.QuotaExceeded:            "Quota exceeded",
-	problem.Unavailable:              "Service unavailable",
-	problem.Internal:                 "Internal error",
+// describe is the one place a contract code becomes an HTTP status, with its title. (A
+// switch, not a map, so the table cannot change at run time.)
+func describe(code problem.Code) (status int, title string) {
+	switch code {
+	case problem.InvalidInput:
+		return http.StatusBadRequest, "Invalid input"
+	case problem.InvalidIdempotencyKey:
+		return http.StatusBadRequest, "Invalid Idempotency-Key"
+	case problem.UnsupportedOperationType:
+		return http.StatusBadRequest, "Unsupported operation type"
+	case problem.Unauthenticated:
+		return http.StatusUnauthorized, "Unauthenticated"
+	case problem.Forbidden:
+		return http.StatusForbidden, "Forbidden"
+	case problem.NotFound:
+		return http.StatusNotFound, "Not found"
+	case problem.IdempotencyKeyReused:
+		return http.StatusConflict, "Idempotency-Key reused"
+	case problem.TargetBusy:
+		return http.StatusConflict, "Target busy"
+	case problem.AlreadyTerminal:
+		return http.StatusConflict, "Already terminal"
+	case problem.VersionMismatch:
+		return http.StatusPreconditionFailed, "Version mismatch"
+	case problem.PayloadTooLarge:
+		return http.StatusRequestEntityTooLarge, "Payload too large"
+	case problem.UnsupportedMediaType:
+		return http.StatusUnsupportedMediaType, "Unsupported media type"
+	case problem.MethodNotAllowed:
+		return http.StatusMethodNotAllowed, "Method not allowed"
+	case problem.QuotaExceeded:
+		return http.StatusTooManyRequests, "Quota exceeded"
+	case problem.Unavailable:
+		return http.StatusServiceUnavailable, "Service unavailable"
+	case problem.Internal:
+		return http.StatusInternalServerError, "Internal error"
+	}
+	return 0, ""
 }
 
 // StatusOf returns the HTTP status for a code (500 for anything unknown).
 func StatusOf(code problem.Code) int {
-	if s, ok := statuses[code]; ok {
+	if s, _ := describe(code); s != 0 {
 		return s
 	}
 	return http.StatusInternalServerError
 }
 
-// body is the application/problem+json document (CONTRACT.md, "Problem body").
+// TitleOf returns a code's title ("" for anything unknown).
+func TitleOf(code problem.Code) string {
+	_, t := describe(code)
+	return t
+}
+
+// body is the application/problem+json document (api/openapi.yaml, schema Problem).
 type body struct {
 	Type        string               `json:"type"`
 	Title       string               `json:"title"`
@@ -65,8 +78,10 @@ type body struct {
 	Errors      []problem.FieldError `json:"errors,omitempty"`
 }
 
-// mustRetryAfter lists the statuses whose clients must be told when to come back.
-var mustRetryAfter = map[int]bool{http.StatusTooManyRequests: true, http.StatusServiceUnavailable: true}
+// mustRetryAfter tells the statuses whose clients must be told when to come back.
+func mustRetryAfter(status int) bool {
+	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+}
 
 // problemResponse renders err. Internal errors never show their cause.
 func problemResponse(err error, requestID string) response {
@@ -77,12 +92,16 @@ func problemResponse(err error, requestID string) response {
 		detail = "An internal error occurred. Quote the requestId when reporting it."
 	}
 	b, _ := json.Marshal(body{
-		Type: "https://longrun.dev/problems/" + string(pe.Code), Title: titles[pe.Code], Status: status,
+		Type: "https://longrun.dev/problems/" + string(pe.Code), Title: TitleOf(pe.Code), Status: status,
 		Code: pe.Code, Detail: detail, RequestID: requestID, OperationID: pe.OperationID, Errors: pe.Fields,
 	})
 	r := response{status: status, body: b, header: http.Header{"Content-Type": {"application/problem+json"}}}
-	if pe.RetryAfter > 0 || mustRetryAfter[status] {
+	if pe.RetryAfter > 0 || mustRetryAfter(status) {
 		r.header.Set("Retry-After", retryAfter(pe.RetryAfter))
+	}
+	var ae *allowError
+	if errors.As(err, &ae) {
+		r.header.Set("Allow", strings.Join(ae.allow, ", "))
 	}
 	return r
 }

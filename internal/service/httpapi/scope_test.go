@@ -1,6 +1,10 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"context"
+	"net/http"
+	"path"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -20,6 +24,18 @@ func TestScopeOf(t *testing.T) {
 		{"cognito", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"claims": map[string]any{"custom:tenant": "acme", "sub": "u-1"}}}, "acme/u-1"},
 		{"iam user arn", events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{AccountID: "111122223333", UserArn: "arn:aws:iam::111122223333:user/ci"}}, "111122223333/arn:aws:iam::111122223333:user/ci"},
 		{"iam caller", events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{AccountID: "111122223333", Caller: "AIDAEXAMPLE"}}, "111122223333/AIDAEXAMPLE"},
+		{"iam root", iam("arn:aws:iam::111122223333:root"), "111122223333/arn:aws:iam::111122223333:root"},
+		{"iam user with a path", iam("arn:aws:iam::111122223333:user/division/ci"), "111122223333/arn:aws:iam::111122223333:user/division/ci"},
+		// An assumed role is the role: its session (per instance, per run) is dropped.
+		{"assumed role", iam("arn:aws:sts::111122223333:assumed-role/exporter/i-0abc123"), "111122223333/arn:aws:sts::111122223333:assumed-role/exporter"},
+		{"assumed role, another session", iam("arn:aws:sts::111122223333:assumed-role/exporter/i-0def456"), "111122223333/arn:aws:sts::111122223333:assumed-role/exporter"},
+		{"assumed role, session with @ and =", iam("arn:aws:sts::111122223333:assumed-role/Admin.Role_1/jane@example.com=x"), "111122223333/arn:aws:sts::111122223333:assumed-role/Admin.Role_1"},
+		{"assumed role in aws-cn", iam("arn:aws-cn:sts::111122223333:assumed-role/exporter/s1"), "111122223333/arn:aws-cn:sts::111122223333:assumed-role/exporter"},
+		{"assumed role in aws-us-gov", iam("arn:aws-us-gov:sts::111122223333:assumed-role/exporter/s1"), "111122223333/arn:aws-us-gov:sts::111122223333:assumed-role/exporter"},
+		{"federated user", iam("arn:aws:sts::111122223333:federated-user/bob"), "111122223333/arn:aws:sts::111122223333:federated-user/bob"},
+		{"assumed role without a session", iam("arn:aws:sts::111122223333:assumed-role/exporter"), "111122223333/arn:aws:sts::111122223333:assumed-role/exporter"},
+		{"assumed role, empty session", iam("arn:aws:sts::111122223333:assumed-role/exporter/"), "111122223333/arn:aws:sts::111122223333:assumed-role/exporter/"},
+		{"not sts", iam("arn:aws:iam::111122223333:assumed-role/exporter/s1"), "111122223333/arn:aws:iam::111122223333:assumed-role/exporter/s1"},
 		{"tenant without principal", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"tenant": "acme"}}, ""},
 		{"account without identity", events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{AccountID: "111122223333"}}, ""},
 		{"nothing", events.APIGatewayProxyRequestContext{}, ""},
@@ -33,5 +49,60 @@ func TestScopeOf(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: %q (%v), want %q", tc.name, got, err, tc.want)
 		}
+	}
+}
+
+// iam is the request context of a SigV4 request from arn, as API Gateway fills it.
+func iam(arn string) events.APIGatewayProxyRequestContext {
+	return events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{AccountID: "111122223333", UserArn: arn,
+		Caller: "AROAEXAMPLEID:session", User: "AROAEXAMPLEID:session"}}
+}
+
+// One service retrying through another instance (another session of its role) is the same
+// caller: its same-key request replays the first operation instead of creating a second,
+// and it sees that operation. Another role is another caller.
+func TestAssumedRoleSessionsShareAScope(t *testing.T) {
+	e := newEnv(t)
+	const (
+		first  = "arn:aws:sts::123456789012:assumed-role/exporter/i-0abc123"
+		second = "arn:aws:sts::123456789012:assumed-role/exporter/i-0def456"
+		other  = "arn:aws:sts::123456789012:assumed-role/importer/i-0abc123"
+		user   = "arn:aws:iam::123456789012:user/exporter"
+	)
+	a := e.do(req{userArn: first, keys: []string{"k-role"}, body: demo("role")})
+	if a.status != http.StatusAccepted {
+		t.Fatalf("first session: %d %s", a.status, a.body)
+	}
+	id := a.json["operationId"].(string)
+	replay := e.do(req{userArn: second, keys: []string{"k-role"}, body: demo("role")})
+	if replay.status != http.StatusAccepted || replay.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.body, a.body) {
+		t.Fatalf("second session, same key: %d %s", replay.status, replay.body)
+	}
+	if g := e.do(req{method: http.MethodGet, path: "/v1/operations/" + id, userArn: second}); g.status != http.StatusOK {
+		t.Fatalf("second session cannot see the role's operation: %d %s", g.status, g.body)
+	}
+	reused := e.do(req{userArn: second, keys: []string{"k-role"}, body: demo("role-changed")})
+	wantProblem(t, reused, http.StatusConflict, "idempotency_key_reused")
+	if reused.json["operationId"] != id {
+		t.Fatalf("second session's 409: %s", reused.body)
+	}
+	if e.operations() != 1 {
+		t.Fatalf("%d operations after two sessions of one role, want 1", e.operations())
+	}
+
+	for _, arn := range []string{other, user} {
+		b := e.do(req{userArn: arn, keys: []string{"k-role"}, body: demo("role-" + path.Base(arn))})
+		if b.status != http.StatusAccepted || b.header.Get("Idempotent-Replayed") != "" || b.json["operationId"] == id {
+			t.Fatalf("%s with the role's key: %d %s", arn, b.status, b.body)
+		}
+		wantProblem(t, e.do(req{method: http.MethodGet, path: "/v1/operations/" + id, userArn: arn}), http.StatusNotFound, "not_found")
+	}
+	if e.operations() != 3 {
+		t.Fatalf("%d operations, want 3", e.operations())
+	}
+	// The operation records the role as its principal, never a session.
+	op, err := e.store.Load(context.Background(), id)
+	if err != nil || op.Principal != "arn:aws:sts::123456789012:assumed-role/exporter" || op.Tenant != "123456789012" {
+		t.Fatalf("stored scope %q/%q (%v)", op.Tenant, op.Principal, err)
 	}
 }

@@ -78,7 +78,58 @@ func TestUnknownAndMalformedIDsAre404(t *testing.T) {
 		wantProblem(t, e.do(req{method: http.MethodGet, path: path, caller: "alice"}), 404, "not_found")
 	}
 	wantProblem(t, e.do(req{method: http.MethodGet, path: "/v1/unknown", caller: "alice", offSpec: true}), 404, "not_found")
-	wantProblem(t, e.do(req{method: http.MethodDelete, path: "/v1/operations", caller: "alice", offSpec: true}), 404, "not_found")
+}
+
+// A path the API has, called with a method it does not have, is 405 with Allow listing the
+// path's methods (the harness checks it against the spec: Allow must be exactly the methods
+// the document declares for the path); an unknown path stays 404, whatever the method.
+// Neither costs a DynamoDB call.
+func TestUnknownMethodIs405(t *testing.T) {
+	e := newEnv(t)
+	id := e.admit("k-405", demo("405")).json["operationId"].(string)
+	before := e.snapshot()
+	e.calls.Reset()
+	for _, tc := range []struct {
+		method, path, allow string
+	}{
+		{http.MethodDelete, "/v1/operations", "GET, POST"},
+		{http.MethodPut, "/v1/operations/", "GET, POST"},
+		{http.MethodPatch, "/v1/operations", "GET, POST"},
+		{http.MethodHead, "/v1/operations", "GET, POST"},
+		{http.MethodOptions, "/v1/operations", "GET, POST"},
+		{http.MethodDelete, "/v1/operations/" + id, "GET"},
+		{http.MethodPost, "/v1/operations/" + id, "GET"},
+		{http.MethodPut, "/v1/operations/op_01ARYZ6S410000000000000000", "GET"},
+		{http.MethodGet, "/v1/operations/" + id + "/cancel", "POST"},
+		{http.MethodDelete, "/v1/operations/" + id + "/cancel", "POST"},
+		{http.MethodGet, "/v1/operations/" + id + "/resolve", "POST"},
+		{http.MethodPatch, "/v1/operations/nope/resolve", "POST"},
+	} {
+		r := e.do(req{method: tc.method, path: tc.path, caller: "alice", keys: []string{"k-405"}, body: demo("405")})
+		wantProblem(t, r, http.StatusMethodNotAllowed, "method_not_allowed")
+		if r.header.Get("Allow") != tc.allow || r.json["title"] != "Method not allowed" {
+			t.Errorf("%s %s: Allow %q, want %q: %s", tc.method, tc.path, r.header.Get("Allow"), tc.allow, r.body)
+		}
+	}
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodDelete, "/v1/unknown"},
+		{http.MethodGet, "/v1/operations/" + id + "/unknown"},
+		{http.MethodDelete, "/v1/operations/" + id + "/cancel/more"},
+		{http.MethodGet, "/v1/operations//cancel"},
+		{http.MethodDelete, "/v2/operations"},
+	} {
+		r := e.do(req{method: tc.method, path: tc.path, caller: "alice", offSpec: true})
+		wantProblem(t, r, http.StatusNotFound, "not_found")
+		if r.header.Get("Allow") != "" {
+			t.Errorf("%s %s: a 404 with Allow %q", tc.method, tc.path, r.header.Get("Allow"))
+		}
+	}
+	// The caller is resolved first, as on every route: anonymous is 401, not 405.
+	wantProblem(t, e.do(req{method: http.MethodDelete, path: "/v1/operations"}), 401, "unauthenticated")
+	if n := e.calls.Load(); n != 0 {
+		t.Fatalf("%d DynamoDB calls for unknown methods, want 0", n)
+	}
+	e.unchanged(before)
 }
 
 // faultyClient fails chosen TransactWriteItems calls the way DynamoDB does under

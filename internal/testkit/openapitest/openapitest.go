@@ -1,4 +1,4 @@
-// Package apispec checks real HTTP exchanges against the public contract in
+// Package openapitest checks real HTTP exchanges against the public contract in
 // api/openapi.yaml.
 //
 // Only responses are validated. Requests are used to find the route (method and
@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,17 +45,17 @@ func New(ctx context.Context) (*Validator, error) {
 	loader.IsExternalRefsAllowed = false
 	doc, err := loader.LoadFromData(api.OpenAPI())
 	if err != nil {
-		return nil, fmt.Errorf("apispec: loading api/openapi.yaml: %w", err)
+		return nil, fmt.Errorf("openapitest: loading api/openapi.yaml: %w", err)
 	}
 	if err := doc.Validate(ctx); err != nil {
-		return nil, fmt.Errorf("apispec: api/openapi.yaml is not a valid OpenAPI document: %w", err)
+		return nil, fmt.Errorf("openapitest: api/openapi.yaml is not a valid OpenAPI document: %w", err)
 	}
 	// Route by path only: the servers list names the local stack, but tests
 	// call httptest servers on random ports too.
 	doc.Servers = nil
 	router, err := legacy.NewRouter(doc)
 	if err != nil {
-		return nil, fmt.Errorf("apispec: building router: %w", err)
+		return nil, fmt.Errorf("openapitest: building router: %w", err)
 	}
 	opts := &openapi3filter.Options{
 		// Never used to judge the request, which is not validated; set so
@@ -103,9 +104,15 @@ func schemaErrorMessage(err *openapi3.SchemaError) string {
 // ETag is its quoted version, its operationId is the one in the path, and on
 // GET it carries Retry-After exactly while not terminal (never when terminal
 // elsewhere); an admission's Location equals its statusUrl.
+//
+// A method the path does not declare (DELETE /v1/operations) must be answered
+// with the 405 its operations declare, with an Allow header naming exactly the
+// methods the document declares for the path, or, without a caller, with their
+// 401; a declared method never gets 405.
+// A path the document does not have is an error ("no route").
 func (v *Validator) ValidateResponse(ctx context.Context, req *http.Request, reqBody []byte, status int, header http.Header, body []byte) error {
 	if req == nil || req.URL == nil {
-		return errors.New("apispec: nil request")
+		return errors.New("openapitest: nil request")
 	}
 	r := req.Clone(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(reqBody))
@@ -114,16 +121,29 @@ func (v *Validator) ValidateResponse(ctx context.Context, req *http.Request, req
 
 	route, pathParams, err := v.router.FindRoute(r)
 	if err != nil {
-		return fmt.Errorf("apispec: %s: no route in api/openapi.yaml: %w", where, err)
+		declared := v.declaredRoutes(r)
+		if len(declared) == 0 {
+			return fmt.Errorf("openapitest: %s: no route in api/openapi.yaml: %w", where, err)
+		}
+		return v.validateMethodNotAllowed(ctx, r, declared, status, header, body)
 	}
 	where = fmt.Sprintf("%s (%s %s) -> %d", where, route.Method, route.Path, status)
 
 	// openapi3filter lets 301, 304, 307 and 308 through unchecked; the
 	// contract declares none of them, so check the status first.
 	if route.Operation.Responses.Status(status) == nil {
-		return fmt.Errorf("apispec: %s: status %d is not declared for this operation", where, status)
+		return fmt.Errorf("openapitest: %s: status %d is not declared for this operation", where, status)
 	}
+	// 405 is declared under every operation only because OpenAPI has no
+	// path-level responses: it answers the methods a path does not declare.
+	if status == http.StatusMethodNotAllowed {
+		return fmt.Errorf("openapitest: %s: 405 answers only methods the path does not declare", where)
+	}
+	return v.validate(ctx, r, route, pathParams, where, status, header, body)
+}
 
+// validate checks a response against the operation of route.
+func (v *Validator) validate(ctx context.Context, r *http.Request, route *routers.Route, pathParams map[string]string, where string, status int, header http.Header, body []byte) error {
 	h := canonicalHeader(header)
 	opts := *v.opts
 	input := &openapi3filter.ResponseValidationInput{
@@ -139,12 +159,83 @@ func (v *Validator) ValidateResponse(ctx context.Context, req *http.Request, req
 	}
 	input.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(ctx, input); err != nil {
-		return fmt.Errorf("apispec: %s: %w", where, err)
+		return fmt.Errorf("openapitest: %s: %w", where, err)
 	}
 	if err := checkContract(route, pathParams, status, h, body); err != nil {
-		return fmt.Errorf("apispec: %s: %w", where, err)
+		return fmt.Errorf("openapitest: %s: %w", where, err)
 	}
 	return nil
+}
+
+// methods are the HTTP methods an OpenAPI path item can declare.
+func methods() []string {
+	return []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete,
+		http.MethodOptions, http.MethodHead, http.MethodPatch, http.MethodTrace}
+}
+
+// declaredRoute is one operation of the path a request named.
+type declaredRoute struct {
+	route      *routers.Route
+	pathParams map[string]string
+}
+
+// declaredRoutes returns the operations the document declares on r's path, whatever r's
+// method: none when the path itself is unknown.
+func (v *Validator) declaredRoutes(r *http.Request) []declaredRoute {
+	var found []declaredRoute
+	for _, m := range methods() {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if route, params, err := v.router.FindRoute(probe); err == nil {
+			found = append(found, declaredRoute{route, params})
+		}
+	}
+	return found
+}
+
+// validateMethodNotAllowed checks the answer to a method the path does not declare: it must
+// be the 405 the path's operations declare, with an Allow header naming exactly the
+// path's methods.
+func (v *Validator) validateMethodNotAllowed(ctx context.Context, r *http.Request, declared []declaredRoute, status int, header http.Header, body []byte) error {
+	var have []string
+	for _, d := range declared {
+		have = append(have, d.route.Method)
+	}
+	where := fmt.Sprintf("%s %s (%s has %s) -> %d", r.Method, r.URL.Path, declared[0].route.Path, strings.Join(have, ", "), status)
+	switch status {
+	case http.StatusMethodNotAllowed:
+	case http.StatusUnauthorized:
+		// The caller is resolved before the route is: 401 whatever the method.
+		return v.validateAsDeclared(ctx, r, declared, where, status, header, body)
+	default:
+		return fmt.Errorf("openapitest: %s: a method the path does not declare must be answered with 405 (or 401 without a caller), not %d", where, status)
+	}
+	var allow []string
+	for _, value := range canonicalHeader(header).Values("Allow") {
+		for _, m := range strings.Split(value, ",") {
+			allow = append(allow, strings.TrimSpace(m))
+		}
+	}
+	slices.Sort(allow)
+	sorted := slices.Sorted(slices.Values(have))
+	if !slices.Equal(allow, sorted) {
+		return fmt.Errorf("openapitest: %s: Allow %q is not the path's methods %q", where, strings.Join(allow, ", "), strings.Join(sorted, ", "))
+	}
+	return v.validateAsDeclared(ctx, r, declared, where, status, header, body)
+}
+
+// validateAsDeclared validates a response to an undeclared method against the response the
+// path's first operation declaring status declares.
+func (v *Validator) validateAsDeclared(ctx context.Context, r *http.Request, declared []declaredRoute, where string, status int, header http.Header, body []byte) error {
+	for _, d := range declared {
+		if d.route.Operation.Responses.Status(status) == nil {
+			continue
+		}
+		probe := r.Clone(ctx)
+		probe.Method = d.route.Method
+		return v.validate(ctx, probe, d.route, d.pathParams, where, status, header, body)
+	}
+	return fmt.Errorf("openapitest: %s: no operation of the path declares %d", where, status)
 }
 
 // Doc returns the loaded document (servers removed). Callers must not modify it.

@@ -161,6 +161,25 @@ var (
 		"detail":    "Try again.",
 		"requestId": requestID,
 	}
+	notAllowed = obj{
+		"type":      "https://longrun.dev/problems/method_not_allowed",
+		"title":     "Method not allowed",
+		"status":    405,
+		"code":      "method_not_allowed",
+		"detail":    "DELETE is not a method of /v1/operations; it has GET, POST.",
+		"requestId": requestID,
+	}
+	unsupportedMediaType = obj{
+		"type":      "https://longrun.dev/problems/unsupported_media_type",
+		"title":     "Unsupported media type",
+		"status":    415,
+		"code":      "unsupported_media_type",
+		"detail":    `charset "utf-16" is not supported: the body must be UTF-8.`,
+		"requestId": requestID,
+	}
+	keyReused = conflict.with("type", "https://longrun.dev/problems/idempotency_key_reused",
+		"title", "Idempotency-Key reused", "code", "idempotency_key_reused",
+		"detail", "This Idempotency-Key was already used with a different request.")
 	invalidInput = obj{
 		"type":      "https://longrun.dev/problems/invalid_input",
 		"title":     "Invalid input",
@@ -394,14 +413,75 @@ func TestValidateResponse(t *testing.T) {
 		// Routing.
 		{name: "unknown route", method: "GET", target: "/v2/operations",
 			status: 200, header: runningHeader, body: running, wantErr: "no route"},
-		{name: "unknown method", method: "DELETE", target: getOne,
-			status: 204, header: hdr("X-Request-Id", requestID), body: "", wantErr: "no route"},
+		{name: "unknown method answered 204", method: "DELETE", target: getOne,
+			status: 204, header: hdr("X-Request-Id", requestID), body: "", wantErr: "must be answered with 405"},
+		{name: "unknown method answered 404", method: "DELETE", target: admit,
+			status: 404, header: problemHeader,
+			body:    unavailable.with("code", "not_found", "status", 404, "type", "https://longrun.dev/problems/not_found"),
+			wantErr: "must be answered with 405"},
+		{name: "405 with Allow", method: "DELETE", target: admit,
+			status: 405, header: hdrWith(problemHeader, "Allow", "GET, POST"), body: notAllowed},
+		{name: "405 Allow in another order", method: "PUT", target: admit,
+			status: 405, header: hdrWith(problemHeader, "Allow", "POST, GET"), body: notAllowed},
+		{name: "405 on an operation's path", method: "PATCH", target: getOne,
+			status: 405, header: hdrWith(problemHeader, "Allow", "GET"), body: notAllowed},
+		{name: "405 HEAD on cancel", method: "HEAD", target: cancel,
+			status: 405, header: hdrWith(problemHeader, "Allow", "POST"), body: notAllowed},
+		{name: "405 without Allow", method: "DELETE", target: admit,
+			status: 405, header: problemHeader, body: notAllowed,
+			wantErr: "is not the path's methods"},
+		{name: "405 Allow not the path's methods", method: "DELETE", target: admit,
+			status: 405, header: hdrWith(problemHeader, "Allow", "GET"), body: notAllowed,
+			wantErr: "is not the path's methods"},
+		{name: "405 Allow malformed", method: "DELETE", target: getOne,
+			status: 405, header: hdrWith(problemHeader, "Allow", "GET;"), body: notAllowed,
+			wantErr: "is not the path's methods"},
+		{name: "405 with another code", method: "DELETE", target: admit,
+			status: 405, header: hdrWith(problemHeader, "Allow", "GET, POST"),
+			body:    notAllowed.with("code", "not_found", "type", "https://longrun.dev/problems/not_found"),
+			wantErr: "doesn't match schema"},
+		{name: "405 for a declared method", method: "GET", target: getOne,
+			status: 405, header: hdrWith(problemHeader, "Allow", "GET"), body: notAllowed,
+			wantErr: "405 answers only methods the path does not declare"},
+		{name: "401 for an unknown method", method: "DELETE", target: admit,
+			status: 401, header: problemHeader,
+			body: unavailable.with("code", "unauthenticated", "status", 401, "type", "https://longrun.dev/problems/unauthenticated")},
+		{name: "405 on an unknown path", method: "DELETE", target: "/v1/things",
+			status: 405, header: hdrWith(problemHeader, "Allow", "GET"), body: notAllowed,
+			wantErr: "no route"},
+
+		// Media types and key reuse.
+		{name: "415 admission", method: "POST", target: admit, reqBody: admissionBody,
+			status: 415, header: problemHeader, body: unsupportedMediaType},
+		{name: "415 resolve", method: "POST", target: "/v1/operations/" + opID + "/resolve", reqBody: `{}`,
+			status: 415, header: problemHeader, body: unsupportedMediaType},
+		{name: "415 on GET", method: "GET", target: getOne,
+			status: 415, header: problemHeader, body: unsupportedMediaType,
+			wantErr: "status 415 is not declared"},
+		{name: "409 key reused names the operation", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: problemHeader, body: keyReused},
+		{name: "409 key reused without operationId", method: "POST", target: admit, reqBody: admissionBody,
+			status: 409, header: problemHeader, body: keyReused.without("operationId"),
+			wantErr: "doesn't match schema"},
 	}
 	for _, x := range tests {
 		t.Run(x.name, func(t *testing.T) {
 			t.Parallel()
 			x.run(t, v)
 		})
+	}
+}
+
+// OpenAPI has no path-level responses, so the 405 a path answers for the methods it does
+// not have is listed under each of its operations; every one must list it.
+func TestEveryOperationDeclares405(t *testing.T) {
+	v := newValidator(t)
+	for path, item := range v.Doc().Paths.Map() {
+		for method, op := range item.Operations() {
+			if r := op.Responses.Status(http.StatusMethodNotAllowed); r == nil || r.Ref != "#/components/responses/MethodNotAllowed" {
+				t.Errorf("%s %s does not declare the MethodNotAllowed response", method, path)
+			}
+		}
 	}
 }
 
