@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/local/apigateway"
+	"github.com/longrun-dev/longrun/internal/local/conflictproxy"
+	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 	"github.com/longrun-dev/longrun/internal/local/devstack"
 )
 
@@ -22,6 +24,8 @@ func main() {
 	api := flag.String("api", "127.0.0.1:8080", "address of the API")
 	tokensFile := flag.String("tokens", "", "JSON file of bearer tokens: {\"token\": {\"tenant\": …, \"principal\": …}} (default: the contract's dev tokens)")
 	quiet := flag.Bool("quiet", false, "do not print the functions' logs")
+	dynamoEndpoint := flag.String("dynamodb-endpoint", "", "use this DynamoDB (e.g. a DynamoDB Local started with -dbPath, to keep data across restarts) instead of starting DynamoDB Local; the table is created if missing")
+	conflicts := flag.Duration("dynamodb-conflicts", 0, "put DynamoDB's transaction conflicts in front of DynamoDB: each transaction holds its items this long to twice this long, and overlapping work is refused as on AWS (e.g. 10ms)")
 	flag.Parse()
 
 	tokens := apigateway.DefaultTokens()
@@ -33,7 +37,7 @@ func main() {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts := devstack.Options{APIAddr: *api, Tokens: tokens, Log: log, Output: os.Stderr}
+	opts := devstack.Options{APIAddr: *api, Tokens: tokens, Log: log, Output: os.Stderr, DynamoDBEndpoint: *dynamoEndpoint}
 	if *quiet {
 		opts.Output = nil
 	}
@@ -50,6 +54,15 @@ func main() {
 	defer stop()
 
 	started := time.Now()
+	if *conflicts > 0 {
+		endpoint, closeAll, err := conflictFront(ctx, *dynamoEndpoint, *conflicts)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer closeAll()
+		opts.DynamoDBEndpoint = endpoint
+	}
 	stack, err := devstack.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -59,6 +72,13 @@ func main() {
 	fmt.Fprintf(out, "  API        %s/v1\n", stack.APIURL)
 	fmt.Fprintf(out, "  AWS edge   %s   (DynamoDB Local, Lambda, Step Functions, SQS, EventBridge)\n", stack.EdgeURL)
 	fmt.Fprintf(out, "  table      %s\n", stack.Table)
+	if opts.DynamoDBEndpoint != "" {
+		fmt.Fprintf(out, "  DynamoDB   %s", opts.DynamoDBEndpoint)
+		if *conflicts > 0 {
+			fmt.Fprintf(out, "   (transactions hold their items %s–%s; conflicts refused as on AWS)", *conflicts, 2**conflicts)
+		}
+		fmt.Fprintln(out)
+	}
 	var toks []string
 	for t := range tokens {
 		toks = append(toks, t)
@@ -77,4 +97,30 @@ func main() {
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
 	stack.Close()
+}
+
+// conflictFront starts the conflict-faithful proxy in front of endpoint, or in front of a
+// DynamoDB Local it starts when endpoint is "".
+func conflictFront(ctx context.Context, endpoint string, hold time.Duration) (string, func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	if endpoint == "" {
+		ddb, err := ddblocal.Start(ctx, ddblocal.Options{})
+		if err != nil {
+			return "", nil, err
+		}
+		closers = append(closers, ddb.Stop)
+		endpoint = ddb.Endpoint
+	}
+	p, err := conflictproxy.Start(conflictproxy.Options{Upstream: endpoint, HoldMin: hold, HoldMax: 2 * hold, Seed: uint64(time.Now().UnixNano())})
+	if err != nil {
+		closeAll()
+		return "", nil, err
+	}
+	closers = append(closers, func() { _ = p.Close() })
+	return p.Endpoint, closeAll, nil
 }

@@ -24,11 +24,16 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/local/conflictproxy"
 	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 	"github.com/longrun-dev/longrun/internal/local/devstack"
 )
 
 var stack *target
+
+// conflicts is the conflict-faithful proxy the local stack's DynamoDB sits behind (nil when
+// LONGRUN_E2E_CONFLICTS=0 or the target is external).
+var conflicts *conflictproxy.Proxy
 
 // testLeases are short, so the reconciler acts within a test's patience.
 var testLeases = operation.Leases{Dispatch: 2 * time.Second, Check: 3 * time.Second, Cancel: 3 * time.Second, Deadline: 2 * time.Minute}
@@ -64,8 +69,34 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	local, err := devstack.Start(ctx, devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases,
-		ReconcileEvery: 500 * time.Millisecond})
+	opts := devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases, ReconcileEvery: 500 * time.Millisecond}
+	// By default the stack's DynamoDB refuses overlapping transactions as DynamoDB on AWS
+	// does (each holds its items 10–20 ms); LONGRUN_E2E_CONFLICTS=0 runs on plain DynamoDB
+	// Local, as `make e2e-plain` does.
+	hold := 10 * time.Millisecond
+	if v := os.Getenv("LONGRUN_E2E_CONFLICTS"); v != "" {
+		if hold, err = time.ParseDuration(v); err != nil && v != "0" {
+			fmt.Fprintln(os.Stderr, "e2e: LONGRUN_E2E_CONFLICTS:", err)
+			return 2
+		}
+	}
+	if hold > 0 {
+		ddb, err := ddblocal.Start(ctx, ddblocal.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 2
+		}
+		defer ddb.Stop()
+		conflicts, err = conflictproxy.Start(conflictproxy.Options{Upstream: ddb.Endpoint, HoldMin: hold, HoldMax: 2 * hold, Seed: uint64(time.Now().UnixNano())})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 2
+		}
+		defer conflicts.Close()
+		opts.DynamoDBEndpoint = conflicts.Endpoint
+		fmt.Fprintf(os.Stderr, "e2e: DynamoDB behind the conflict proxy (transactions hold %s–%s)\n", hold, 2*hold)
+	}
+	local, err := devstack.Start(ctx, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: start the local stack:", err)
 		return 2

@@ -51,12 +51,15 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]reconcile.
 // Reschedule moves an operation's next look to at, counting the attempt, unless a fact
 // was appended meanwhile (the new fact set its own due time; it wins).
 func (s *Store) Reschedule(ctx context.Context, id string, version int, at time.Time, attempts int) error {
-	_, err := s.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &s.Table,
-		Key:                       map[string]types.AttributeValue{attrPK: str(operationPK(id)), attrSK: str(skMeta)},
-		UpdateExpression:          aws.String("SET due_at = :at, reconcile_attempts = :n"),
-		ConditionExpression:       aws.String("version = :v AND attribute_exists(due_at)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(operation.FormatTime(at)), ":n": num(int64(attempts)), ":v": num(int64(version))},
+	err := s.retrySingle(ctx, func() error {
+		_, err := s.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 &s.Table,
+			Key:                       map[string]types.AttributeValue{attrPK: str(operationPK(id)), attrSK: str(skMeta)},
+			UpdateExpression:          aws.String("SET due_at = :at, reconcile_attempts = :n"),
+			ConditionExpression:       aws.String("version = :v AND attribute_exists(due_at)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(operation.FormatTime(at)), ":n": num(int64(attempts)), ":v": num(int64(version))},
+		})
+		return err
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {

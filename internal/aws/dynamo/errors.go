@@ -12,14 +12,14 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
 
-// throttling lists DynamoDB error codes that mean "busy, nothing was done: retry later".
-var throttling = map[string]bool{
-	"ProvisionedThroughputExceededException": true,
-	"RequestLimitExceeded":                   true,
-	"ThrottlingException":                    true,
-	"InternalServerError":                    true,
-	"ServiceUnavailable":                     true,
-	"TransactionInProgressException":         true,
+// throttling reports DynamoDB error codes that mean "busy, nothing was done: retry later".
+func throttling(code string) bool {
+	switch code {
+	case "ProvisionedThroughputExceededException", "RequestLimitExceeded", "ThrottlingException",
+		"InternalServerError", "ServiceUnavailable", "TransactionInProgressException":
+		return true
+	}
+	return false
 }
 
 // classify turns an SDK error into a problem: throttling and transport failures are 503
@@ -30,7 +30,7 @@ func classify(err error) error {
 	var sendErr *smithyhttp.RequestSendError
 	var netErr net.Error
 	switch {
-	case errors.As(err, &apiErr) && throttling[apiErr.ErrorCode()],
+	case errors.As(err, &apiErr) && throttling(apiErr.ErrorCode()),
 		errors.As(err, &sendErr), errors.As(err, &netErr),
 		errors.Is(err, context.DeadlineExceeded):
 		return problem.Wrap(problem.Unavailable, err, "A dependency is unavailable; retry with the same Idempotency-Key.").

@@ -43,7 +43,9 @@ func lockPK(tenant, principal, typ, target string) string {
 	return "LOCK#" + digest(tenant, principal, typ, target)
 }
 
-func quotaPK(tenant string) string { return "QUOTA#" + digest(tenant) }
+// quotaPK is one of a tenant's quota counters; each is its own partition, so the counters
+// spread over partitions as well as over items.
+func quotaPK(tenant string, shard int) string { return "QUOTA#" + digest(tenant, strconv.Itoa(shard)) }
 
 func scopeKey(tenant, principal string) string { return "SCOPE#" + digest(tenant, principal) }
 

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"maps"
 	"strconv"
 	"time"
 
@@ -28,22 +28,35 @@ type Client interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 // Store implements admission.Store and the fact log over one table.
 type Store struct {
 	Client Client
 	Table  string
-	// ConflictRetries bounds re-attempts of a transaction cancelled by TransactionConflict
-	// (concurrent transactions on the same item); after that the caller gets 503.
-	ConflictRetries int
+	// ConflictBudget bounds how long one call retries work that DynamoDB cancelled for a
+	// conflict with another transaction, or throttled; after it the caller gets 503.
+	ConflictBudget time.Duration
+	// QuotaShards is how many counters a tenant's quota is spread over (see contention.go).
+	QuotaShards int
+	// ReplayRead issues a consistent read of the idempotency record beside each admission
+	// transaction, so that a replay is answered as soon as the read shows a live record
+	// instead of when DynamoDB has cancelled the transaction.
+	ReplayRead bool
 	// Leases decide when the reconciler next looks at an operation (the due index).
 	Leases operation.Leases
+	// Now and Random (uniform in [0, n)) pace retries; nil means the real clock and
+	// math/rand.
+	Now    func() time.Time
+	Random func(n int64) int64
 }
 
 // New returns a Store with default settings.
 func New(client Client, table string) *Store {
-	return &Store{Client: client, Table: table, ConflictRetries: 3, Leases: operation.DefaultLeases()}
+	return &Store{Client: client, Table: table, ConflictBudget: DefaultConflictBudget, QuotaShards: DefaultQuotaShards,
+		ReplayRead: true, Leases: operation.DefaultLeases()}
 }
 
 // transaction item positions in Admit, used to read cancellation reasons.
@@ -56,20 +69,162 @@ const (
 )
 
 // Admit writes the idempotency record, the accepted fact, the projection, the target lock
-// and the quota reservation in one TransactWriteItems. A live record for the key comes
-// back from the failed condition itself (ALL_OLD), so a replay costs one round trip too.
+// and a quota slot in one TransactWriteItems. A live record for the key comes back from the
+// failed condition itself (ALL_OLD), or sooner from the consistent read issued beside the
+// transaction (ReplayRead), so a replay costs one round trip too. Conflicts with other
+// admissions are settled as contention.go describes.
 func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Record, error) {
-	adm := in.First.Admission
+	shard, full := -1, map[int]bool{}
+	if in.QuotaLimit > 0 {
+		if shard = s.pickShard(in.QuotaLimit, full); shard < 0 {
+			return nil, quotaExceeded(in.QuotaLimit)
+		}
+	}
+	r := s.retrier()
+	for attempt := 0; ; attempt++ {
+		items, err := s.admitItems(in, shard)
+		if err != nil {
+			return nil, err
+		}
+		var reasons []types.CancellationReason
+		if attempt == 0 && s.ReplayRead {
+			var rec *admission.Record
+			rec, reasons, err = s.admitBesideRead(ctx, in, items)
+			if rec != nil || err != nil {
+				return rec, err
+			}
+		} else {
+			reasons, err = s.transactOnce(ctx, items)
+		}
+		if err != nil || reasons == nil {
+			return nil, err
+		}
+		switch {
+		case reasonIs(reasons, admitIdempotency, "ConditionalCheckFailed"):
+			rec, err := decodeRecord(reasons[admitIdempotency].Item)
+			if err != nil {
+				return nil, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+			}
+			return &rec, nil
+		case reasonIs(reasons, admitIdempotency, "TransactionConflict"):
+			// Another request with this key is in flight: its record, once committed,
+			// answers this one (a replay, or a 409 for another body). Wait for it with
+			// reads, which hold nothing; only if it never shows (that request was refused,
+			// say target_busy) try the transaction again.
+			for poll := 0; poll < winnerPolls; poll++ {
+				if rec, err := s.liveRecord(ctx, in, 0); rec != nil || err != nil {
+					return rec, err
+				}
+				if !r.wait(ctx) {
+					return nil, errBusy(errors.New("the conflicting admission never committed"))
+				}
+			}
+			continue
+		case reasonIs(reasons, admitLock, "ConditionalCheckFailed"):
+			holder := ""
+			if v, ok := reasons[admitLock].Item["operation_id"].(*types.AttributeValueMemberS); ok {
+				holder = v.Value
+			}
+			return nil, problem.New(problem.TargetBusy, "Another active operation holds target %q.", in.First.Admission.Target).WithOperation(holder)
+		case reasonIs(reasons, admitQuota, "ConditionalCheckFailed"):
+			// This shard is full; move to one with room, without waiting.
+			if full, err = s.fullShards(ctx, in.Scope.Tenant, in.QuotaLimit); err != nil {
+				return nil, err
+			}
+			full[shard] = true
+			if shard = s.pickShard(in.QuotaLimit, full); shard < 0 {
+				return nil, quotaExceeded(in.QuotaLimit)
+			}
+			continue
+		case !contended(reasons):
+			return nil, problem.Wrap(problem.Internal, fmt.Errorf("admission cancelled: %s", reasonCodes(reasons)), "An internal error occurred.")
+		}
+		if reasonIs(reasons, admitQuota, "TransactionConflict") {
+			// A busy counter. Near the limit every admission converges on the few counters
+			// with room, and even a transaction that will fail holds its counter, so learn
+			// the counts by a read (which holds nothing) and move to another counter with
+			// room; none at all means the tenant is over quota.
+			if full, err = s.fullShards(ctx, in.Scope.Tenant, in.QuotaLimit); err != nil {
+				return nil, err
+			}
+			busy := maps.Clone(full)
+			busy[shard] = true
+			if next := s.pickShard(in.QuotaLimit, busy); next >= 0 {
+				shard = next
+			} else if full[shard] {
+				return nil, quotaExceeded(in.QuotaLimit)
+			}
+		}
+		if !r.wait(ctx) {
+			return nil, errBusy(fmt.Errorf("admission conflicts outlasted the budget: %s", reasonCodes(reasons)))
+		}
+	}
+}
+
+func quotaExceeded(limit int) error {
+	return problem.New(problem.QuotaExceeded, "The tenant has %d active operations, the most allowed.", limit).
+		WithRetryAfter(30 * time.Second)
+}
+
+// admitBesideRead runs the admission transaction with a consistent read of the key's record
+// beside it. A live record answers at once (the transaction, conditioned on the same instant,
+// can only fail and is abandoned); otherwise the transaction's own answer counts.
+func (s *Store) admitBesideRead(ctx context.Context, in admission.Intent, items []types.TransactWriteItem) (*admission.Record, []types.CancellationReason, error) {
+	txCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		reasons []types.CancellationReason
+		err     error
+	}
+	tx := make(chan answer, 1)
+	go func() {
+		reasons, err := s.transactOnce(txCtx, items)
+		tx <- answer{reasons, err}
+	}()
+	read := make(chan *admission.Record, 1)
+	go func() {
+		rec, err := s.liveRecord(txCtx, in, replayMargin)
+		if err != nil {
+			rec = nil // the transaction answers instead
+		}
+		read <- rec
+	}()
+	// Whichever answers, the other request is abandoned and awaited, so that nothing of
+	// this call outlives it.
+	select {
+	case rec := <-read:
+		if rec != nil {
+			cancel()
+			<-tx
+			return rec, nil, nil
+		}
+		a := <-tx
+		return nil, a.reasons, a.err
+	case a := <-tx:
+		cancel()
+		<-read
+		return nil, a.reasons, a.err
+	}
+}
+
+// admitItems builds the admission transaction with the quota slot on shard (-1: no quota).
+func (s *Store) admitItems(in admission.Intent, shard int) ([]types.TransactWriteItem, error) {
+	first := in.First
+	adm := *first.Admission
+	if shard >= 0 {
+		adm.QuotaShard = shard
+	}
+	first.Admission = &adm
 	id := in.Record.OperationID
-	fact, err := factItem(id, in.First)
+	fact, err := factItem(id, first)
 	if err != nil {
 		return nil, err
 	}
-	first, err := operation.Fold(id, []operation.Fact{in.First})
+	folded, err := operation.Fold(id, []operation.Fact{first})
 	if err != nil {
 		return nil, problem.Wrap(problem.Internal, err, "An internal error occurred.")
 	}
-	meta, err := s.projection(first)
+	meta, err := s.projection(folded)
 	if err != nil {
 		return nil, err
 	}
@@ -105,71 +260,19 @@ func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Reco
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 	}
-	if in.QuotaLimit > 0 {
+	if shard >= 0 {
+		n := s.quotaShards()
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:           &s.Table,
-			Key:                 map[string]types.AttributeValue{attrPK: str(quotaPK(adm.Tenant)), attrSK: str(skQuota)},
+			Key:                 map[string]types.AttributeValue{attrPK: str(quotaPK(adm.Tenant, shard)), attrSK: str(skQuota)},
 			UpdateExpression:    aws.String("ADD active :one"),
-			ConditionExpression: aws.String("attribute_not_exists(active) OR active < :limit"),
+			ConditionExpression: aws.String("attribute_not_exists(active) OR active < :share"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":one": num(1), ":limit": num(int64(in.QuotaLimit)),
+				":one": num(1), ":share": num(int64(quotaShare(in.QuotaLimit, n, shard))),
 			},
 		}})
 	}
-
-	reasons, err := s.transact(ctx, items)
-	if err != nil || reasons == nil {
-		return nil, err
-	}
-	switch {
-	case failed(reasons, admitIdempotency):
-		rec, err := decodeRecord(reasons[admitIdempotency].Item)
-		if err != nil {
-			return nil, problem.Wrap(problem.Internal, err, "An internal error occurred.")
-		}
-		return &rec, nil
-	case failed(reasons, admitLock):
-		holder := ""
-		if v, ok := reasons[admitLock].Item["operation_id"].(*types.AttributeValueMemberS); ok {
-			holder = v.Value
-		}
-		return nil, problem.New(problem.TargetBusy, "Another active operation holds target %q.", adm.Target).WithOperation(holder)
-	case failed(reasons, admitQuota):
-		return nil, problem.New(problem.QuotaExceeded, "The tenant has %d active operations, the most allowed.", in.QuotaLimit).
-			WithRetryAfter(30 * time.Second)
-	default:
-		return nil, problem.Wrap(problem.Internal, fmt.Errorf("admission cancelled: %s", reasonCodes(reasons)), "An internal error occurred.")
-	}
-}
-
-// transact runs one transaction. It returns the cancellation reasons when conditions
-// failed, retries bounded times on TransactionConflict, and maps transport and throttling
-// failures to 503.
-func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) ([]types.CancellationReason, error) {
-	for attempt := 0; ; attempt++ {
-		_, err := s.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			return nil, nil
-		}
-		var tce *types.TransactionCanceledException
-		if !errors.As(err, &tce) {
-			return nil, classify(err)
-		}
-		if !hasReason(tce.CancellationReasons, "TransactionConflict") && !hasReason(tce.CancellationReasons, "ThrottlingError") {
-			return tce.CancellationReasons, nil
-		}
-		if attempt >= s.ConflictRetries {
-			return nil, problem.Wrap(problem.Unavailable, err, "The service is busy; retry with the same Idempotency-Key.").
-				WithRetryAfter(time.Second)
-		}
-		// Jittered backoff: the competing transaction usually commits within milliseconds.
-		backoff := time.Duration(5<<attempt)*time.Millisecond + rand.N(5*time.Millisecond)
-		select {
-		case <-ctx.Done():
-			return nil, classify(ctx.Err())
-		case <-time.After(backoff):
-		}
-	}
+	return items, nil
 }
 
 // Facts returns an operation's facts in version order with one consistent Query on its
@@ -271,7 +374,7 @@ func (s *Store) release(op operation.Operation) []types.TransactWriteItem {
 	if op.QuotaReserved {
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 &s.Table,
-			Key:                       map[string]types.AttributeValue{attrPK: str(quotaPK(op.Tenant)), attrSK: str(skQuota)},
+			Key:                       map[string]types.AttributeValue{attrPK: str(quotaPK(op.Tenant, op.QuotaShard)), attrSK: str(skQuota)},
 			UpdateExpression:          aws.String("ADD active :minus"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": num(-1)},
 		}})
@@ -336,10 +439,6 @@ func ceilUnix(t time.Time) int64 {
 		s++
 	}
 	return s
-}
-
-func failed(reasons []types.CancellationReason, i int) bool {
-	return i < len(reasons) && aws.ToString(reasons[i].Code) == "ConditionalCheckFailed"
 }
 
 func hasReason(reasons []types.CancellationReason, code string) bool {

@@ -92,7 +92,9 @@ func TestReplayOfActiveOperationReturnsRecordNotTargetBusy(t *testing.T) {
 func TestTargetBusyAndQuota(t *testing.T) {
 	store, client, table := newStore(t)
 	ctx := context.Background()
-	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {
+	first := intent("op_1", "k1", "demo:a")
+	first.QuotaLimit = 1
+	if _, err := store.Admit(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	_, err := store.Admit(ctx, intent("op_2", "k2", "demo:a"))

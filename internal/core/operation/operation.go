@@ -78,6 +78,9 @@ type Admission struct {
 	// QuotaReserved records that admission took one of the tenant's active-operation slots,
 	// so the terminal fact gives it back even if the quota setting changed meanwhile.
 	QuotaReserved bool `json:"quotaReserved,omitempty"`
+	// QuotaShard is which of the tenant's quota counters holds that slot: the store spreads
+	// a tenant's admissions over several counters so that they do not all conflict on one.
+	QuotaShard int `json:"quotaShard,omitempty"`
 }
 
 // Problem is a typed problem attached to a failed or outcome_unknown operation.

@@ -12,8 +12,8 @@
 //     TransactionConflictException.
 //
 // The proxy gives each TransactWriteItems a hold time drawn from [HoldMin, HoldMax]: it
-// takes the items, waits, then lets DynamoDB Local run it and releases them, so a reader sees
-// the old state until the transaction commits, as on AWS. Everything else (reads, queries,
+// takes the items, waits, releases them and lets DynamoDB Local run it, so a reader sees the
+// old state until the transaction commits, as on AWS. Everything else (reads, queries,
 // streams, table management) passes through untouched. No hand-written emulator of DynamoDB
 // semantics exists as a maintained library, hence this small one; it emulates only conflicts.
 package conflictproxy
@@ -174,9 +174,14 @@ func (p *Proxy) transactWrite(w http.ResponseWriter, r *http.Request, body []byt
 		writeCancelled(w, busy)
 		return
 	}
-	defer p.release(items, tx)
 	p.transactions.Add(1)
 	time.Sleep(p.hold())
+	// Release before DynamoDB Local runs it: the hold is the transaction's duration on AWS,
+	// and DynamoDB Local's own queue (it runs one transaction at a time) is latency, not
+	// contention. The order stays serializable: whatever takes an item next is sent at least
+	// a hold later, and this transaction's caller sees it commit only after DynamoDB Local
+	// ran it.
+	p.release(items, tx)
 	p.forward(w, r, body)
 }
 

@@ -94,7 +94,16 @@ func (p *process) start() error {
 // warm ends the quiet start.
 func (p *process) warm() { p.warming.Store(false) }
 
+// spawn starts the process, and a goroutine that replaces it when it exits unasked. It
+// holds mu from checking stopped to recording cmd, so stop either sees the new process or
+// spawn sees stopped: a process being replaced while the stack closes cannot outlive it.
 func (p *process) spawn() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		close(p.done)
+		return nil
+	}
 	cmd := exec.Command(p.path)
 	cmd.Env = append(append(os.Environ(), p.env...),
 		"AWS_LAMBDA_FUNCTION_NAME="+p.f.name,
@@ -107,30 +116,33 @@ func (p *process) spawn() error {
 		return fmt.Errorf("devstack: start %s: %w", p.f.name, err)
 	}
 	go prefixLines(pr, p.out, p.f.name, p.warming.Load)
-	p.mu.Lock()
 	p.cmd = cmd
-	p.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		pw.Close()
-		p.mu.Lock()
-		stopped := p.stopped
-		p.mu.Unlock()
-		if stopped {
-			close(p.done)
-			return
-		}
-		fmt.Fprintf(p.out, "%s | process exited (%v); starting a new one\n", p.f.name, err)
-		time.Sleep(100 * time.Millisecond)
-		if err := p.spawn(); err != nil {
-			fmt.Fprintf(p.out, "%s | %v\n", p.f.name, err)
-			close(p.done)
-		}
-	}()
+	go p.supervise(cmd, pw)
 	return nil
 }
 
-// stop ends the process for good and waits for it.
+// supervise waits for cmd to exit and, unless stop asked for it, starts a new one.
+func (p *process) supervise(cmd *exec.Cmd, pw *io.PipeWriter) {
+	err := cmd.Wait()
+	pw.Close()
+	p.mu.Lock()
+	stopped := p.stopped
+	p.cmd = nil // reaped: its pid may be reused, so stop must not signal it
+	p.mu.Unlock()
+	if stopped {
+		close(p.done)
+		return
+	}
+	fmt.Fprintf(p.out, "%s | process exited (%v); starting a new one\n", p.f.name, err)
+	time.Sleep(100 * time.Millisecond)
+	if err := p.spawn(); err != nil {
+		fmt.Fprintf(p.out, "%s | %v\n", p.f.name, err)
+		close(p.done)
+	}
+}
+
+// stop ends the process for good and waits for it. Between a process's exit and its
+// replacement there is none to wait for, and spawn will not start another.
 func (p *process) stop() {
 	p.mu.Lock()
 	p.stopped = true

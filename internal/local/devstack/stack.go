@@ -74,6 +74,11 @@ type Options struct {
 	// ReconcileEvery is the reconciler's schedule (on AWS an EventBridge rule, at least a
 	// minute). Default 10 s.
 	ReconcileEvery time.Duration
+	// DynamoDBEndpoint is an existing DynamoDB (a DynamoDB Local with -dbPath to keep data
+	// across restarts, a shared one, or internal/local/conflictproxy in front of one) to use,
+	// tables and streams included, instead of starting DynamoDB Local. The table is created
+	// when it is missing.
+	DynamoDBEndpoint string
 }
 
 // Stack is a running local stack.
@@ -135,85 +140,168 @@ func functions() []function {
 }
 
 // Start brings the whole stack up; Close takes it down. On error everything started so far
-// is stopped.
+// is stopped: each phase registers what it starts with onClose as soon as it is running, so
+// whichever phase fails, Close finds everything before it.
+//
+// The order is forced: the ports are checked before the long build; the edge serves
+// before anything is created through it; the functions are registered before the state
+// machines that name their ARNs, and those exist before the processes, whose environment
+// names the state machines; the consumers and the API come last, once every function
+// answers.
 func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
-	if opts.APIAddr == "" {
-		opts.APIAddr = "127.0.0.1:8080"
-	}
-	if opts.Tokens == nil {
-		opts.Tokens = apigateway.DefaultTokens()
-	}
-	if v, err := time.ParseDuration(os.Getenv("LONGRUN_LOCAL_POLL_INTERVAL")); err == nil && opts.PollInterval == 0 {
-		opts.PollInterval = v
-	}
-	if opts.PollInterval == 0 {
-		opts.PollInterval = 100 * time.Millisecond
-	}
-	if opts.Output == nil {
-		opts.Output = io.Discard
-	}
-	if opts.Log == nil {
-		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if opts.ReconcileEvery == 0 {
-		opts.ReconcileEvery = 10 * time.Second
-	}
-	s := &Stack{Table: tableName, StateMachines: map[string]string{}, EventBus: busName,
-		paused: map[string]*atomic.Bool{"reconciler": {}}}
-	for _, m := range eventsource.Mappings() {
-		s.paused[m.Function] = &atomic.Bool{}
-	}
+	opts = opts.withDefaults()
+	s := newStack()
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
+	fns := functions()
 
-	// Ports first: fail in a second, not after a build, when another stack is running.
-	edgeLn, err := net.Listen("tcp", EdgeAddr)
-	if err != nil {
-		return nil, fmt.Errorf("devstack: %s is taken (is another local stack, `make run`, or LocalStack running?): %w", EdgeAddr, err)
-	}
-	s.onClose(func() { edgeLn.Close() })
-	apiLn, err := net.Listen("tcp", opts.APIAddr)
-	if err != nil {
-		return nil, fmt.Errorf("devstack: the API address %s is taken: %w", opts.APIAddr, err)
-	}
-	s.onClose(func() { apiLn.Close() })
-	s.EdgeURL = "http://" + EdgeAddr
-	s.APIURL = "http://" + apiLn.Addr().String()
-
-	root, err := ddblocal.ModuleRoot()
+	edgeLn, apiLn, err := s.listen(opts.APIAddr)
 	if err != nil {
 		return nil, err
 	}
+	bin, err := buildFunctions(ctx, fns, opts)
+	if err != nil {
+		return nil, err
+	}
+	dynamoURL := opts.DynamoDBEndpoint
+	if dynamoURL == "" {
+		ddb, err := s.startDynamoDBLocal(ctx)
+		if err != nil {
+			return nil, err
+		}
+		dynamoURL = ddb.Endpoint
+	}
+	s.startKumoAndEdge(edgeLn, dynamoURL)
+	s.connectClients()
+	if err := s.createTable(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.createDeadLetterQueue(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.createEventBus(ctx); err != nil {
+		return nil, err
+	}
+	arns, err := s.registerFunctions(ctx, fns)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.createStateMachines(ctx, arns); err != nil {
+		return nil, err
+	}
+	if err := s.startFunctions(ctx, fns, bin, opts); err != nil {
+		return nil, err
+	}
+	if !opts.NoStreamConsumers {
+		s.startPollersAndSchedule(dynamoURL, opts)
+	}
+	s.serveAPI(apiLn, opts)
+	return s, nil
+}
+
+// withDefaults fills in what the caller left zero. LONGRUN_LOCAL_POLL_INTERVAL sets the
+// poll interval when the caller does not.
+func (o Options) withDefaults() Options {
+	if o.APIAddr == "" {
+		o.APIAddr = "127.0.0.1:8080"
+	}
+	if o.Tokens == nil {
+		o.Tokens = apigateway.DefaultTokens()
+	}
+	if v, err := time.ParseDuration(os.Getenv("LONGRUN_LOCAL_POLL_INTERVAL")); err == nil && o.PollInterval == 0 {
+		o.PollInterval = v
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = 100 * time.Millisecond
+	}
+	if o.Output == nil {
+		o.Output = io.Discard
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.ReconcileEvery == 0 {
+		o.ReconcileEvery = 10 * time.Second
+	}
+	return o
+}
+
+// newStack returns a stack with nothing started and every consumer running (not paused).
+func newStack() *Stack {
+	s := &Stack{Table: tableName, StateMachines: map[string]string{}, EventBus: busName,
+		paused: map[string]*atomic.Bool{"reconciler": {}}}
+	for _, m := range eventsource.Mappings() {
+		s.paused[m.Function] = &atomic.Bool{}
+	}
+	return s
+}
+
+// listen takes the edge's and the API's ports first, so a stack already running fails
+// Start in a second rather than after the build. Nothing is served on them yet.
+func (s *Stack) listen(apiAddr string) (edge, api net.Listener, err error) {
+	edge, err = net.Listen("tcp", EdgeAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("devstack: %s is taken (is another local stack, `make run`, or LocalStack running?): %w", EdgeAddr, err)
+	}
+	s.onClose(func() { edge.Close() })
+	api, err = net.Listen("tcp", apiAddr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("devstack: the API address %s is taken: %w", apiAddr, err)
+	}
+	s.onClose(func() { api.Close() })
+	s.EdgeURL = "http://" + EdgeAddr
+	s.APIURL = "http://" + api.Addr().String()
+	return edge, api, nil
+}
+
+// buildFunctions compiles the function binaries into .cache/bin/local under the module root
+// and returns that folder.
+func buildFunctions(ctx context.Context, fns []function, opts Options) (string, error) {
+	root, err := ddblocal.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
 	bin := filepath.Join(root, ".cache", "bin", "local")
-	fns := functions()
 	var names []string
 	for _, f := range fns {
 		names = append(names, f.name)
 	}
 	opts.Log.Info("building functions", "dir", bin)
 	if err := build(ctx, root, bin, names, opts.Output); err != nil {
-		return nil, err
+		return "", err
 	}
+	return bin, nil
+}
 
+// startDynamoDBLocal starts DynamoDB Local (in memory) on a free port of its own; the edge
+// fronts it.
+func (s *Stack) startDynamoDBLocal(ctx context.Context) (*ddblocal.Server, error) {
 	ddb, err := ddblocal.Start(ctx, ddblocal.Options{})
 	if err != nil {
 		return nil, err
 	}
 	s.onClose(ddb.Stop)
+	return ddb, nil
+}
 
-	// kumo serves on a port of its own choosing; the edge forwards to it. Only its public
-	// API is used, so a kumo upgrade cannot break the embedding.
+// startKumoAndEdge starts kumo and serves the edge on edgeLn, routing to DynamoDB Local at
+// dynamoURL and to kumo. kumo serves on a port of its own choosing; the edge forwards to it.
+// Only kumo's public API is used, so a kumo upgrade cannot break the embedding.
+func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string) {
 	ks := kumo.NewServer()
 	s.onClose(ks.Close)
-	edge := &http.Server{Handler: edgeRouter(ddb.Endpoint, ks.URL, s.tap), ReadHeaderTimeout: 10 * time.Second,
+	edge := &http.Server{Handler: edgeRouter(dynamoURL, ks.URL, s.tap), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = edge.Serve(edgeLn) }()
 	// Close, not Shutdown: Runtime API long polls never go idle.
 	s.onClose(func() { edge.Close() })
+}
 
+// connectClients points the stack's AWS clients at the edge.
+func (s *Stack) connectClients() {
 	cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider("local", "local", ""),
 		BaseEndpoint: aws.String(s.EdgeURL)}
 	s.DynamoDB = dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
@@ -221,32 +309,78 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	s.EventBridge = eventbridge.NewFromConfig(cfg)
 	s.SQS = sqs.NewFromConfig(cfg)
 	s.Lambda = lambda.NewFromConfig(cfg)
+}
 
+// createTable creates the table, with its stream, and records the stream's ARN for the
+// pollers.
+func (s *Stack) createTable(ctx context.Context) error {
 	if err := dynamo.CreateTable(ctx, s.DynamoDB, tableName); err != nil {
-		return nil, err
+		return err
 	}
 	desc, err := s.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(tableName)})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.StreamARN = aws.ToString(desc.Table.LatestStreamArn)
+	return nil
+}
+
+// createDeadLetterQueue creates the queue where the dispatcher's failed batches go.
+func (s *Stack) createDeadLetterQueue(ctx context.Context) error {
 	q, err := s.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(dlqName)})
 	if err != nil {
-		return nil, fmt.Errorf("devstack: create queue: %w", err)
+		return fmt.Errorf("devstack: create queue: %w", err)
 	}
-	// kumo reports queue URLs on localhost:4566 whatever the endpoint; use the edge's.
-	s.DeadLetterQueueURL = strings.Replace(aws.ToString(q.QueueUrl), "http://localhost:4566", s.EdgeURL, 1)
+	s.DeadLetterQueueURL = s.edgeQueueURL(q.QueueUrl)
+	return nil
+}
 
-	if s.EventsQueueURL, err = s.events(ctx); err != nil {
-		return nil, err
+// createEventBus creates the bus, and a queue that receives everything published on it
+// (through a rule on source "longrun").
+func (s *Stack) createEventBus(ctx context.Context) error {
+	if _, err := s.EventBridge.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(busName)}); err != nil {
+		return fmt.Errorf("devstack: create event bus: %w", err)
 	}
+	q, err := s.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(eventsQueue)})
+	if err != nil {
+		return fmt.Errorf("devstack: create events queue: %w", err)
+	}
+	if _, err := s.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("longrun-to-queue"),
+		EventBusName: aws.String(busName), EventPattern: aws.String(`{"source":["longrun"]}`)}); err != nil {
+		return fmt.Errorf("devstack: put rule: %w", err)
+	}
+	if _, err := s.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("longrun-to-queue"),
+		EventBusName: aws.String(busName),
+		Targets:      []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String("arn:aws:sqs:" + region + ":000000000000:" + eventsQueue)}},
+	}); err != nil {
+		return fmt.Errorf("devstack: put targets: %w", err)
+	}
+	s.EventsQueueURL = s.edgeQueueURL(q.QueueUrl)
+	return nil
+}
 
+// edgeQueueURL rewrites a queue URL from kumo, which reports them on localhost:4566 whatever
+// the endpoint, to the edge's.
+func (s *Stack) edgeQueueURL(u *string) string {
+	return strings.Replace(aws.ToString(u), "http://localhost:4566", s.EdgeURL, 1)
+}
+
+// registerFunctions creates every function in kumo's Lambda and returns their ARNs by name.
+func (s *Stack) registerFunctions(ctx context.Context, fns []function) (map[string]string, error) {
 	arns := map[string]string{}
 	for _, f := range fns {
-		if arns[f.name], err = register(ctx, s.Lambda, f); err != nil {
+		arn, err := register(ctx, s.Lambda, f)
+		if err != nil {
 			return nil, err
 		}
+		arns[f.name] = arn
 	}
+	return arns, nil
+}
+
+// createStateMachines creates one state machine per built-in operation type, from the same
+// definition as on AWS, calling the type's worker and the recorder at the ARNs given.
+func (s *Stack) createStateMachines(ctx context.Context, arns map[string]string) error {
 	for _, name := range optype.Builtin().Names() {
 		typ, _ := optype.Builtin().Lookup(name)
 		def, err := stepfunctions.Definition(map[string]string{
@@ -254,18 +388,23 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			stepfunctions.RecorderFunctionArn: arns["recorder"],
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out, err := s.StepFunctions.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{
 			Name: aws.String("longrun-" + typ.Executor), Definition: aws.String(def),
 			RoleArn: aws.String("arn:aws:iam::000000000000:role/longrun-local"),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("devstack: create state machine for %s: %w", typ.Executor, err)
+			return fmt.Errorf("devstack: create state machine for %s: %w", typ.Executor, err)
 		}
 		s.StateMachines[typ.Executor] = aws.ToString(out.StateMachineArn)
 	}
+	return nil
+}
 
+// functionEnv is the environment every function process gets, as the deployment gives the
+// Lambda functions on AWS.
+func (s *Stack) functionEnv(opts Options) []string {
 	machines, _ := json.Marshal(s.StateMachines)
 	env := []string{
 		"AWS_ENDPOINT_URL=" + s.EdgeURL,
@@ -288,14 +427,21 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if opts.Window > 0 {
 		env = append(env, "LONGRUN_IDEMPOTENCY_WINDOW="+opts.Window.String())
 	}
-	inv := invoker{client: s.Lambda}
+	return env
+}
+
+// startFunctions starts a supervised process per function from the binaries in bin, and
+// returns once every one answers on kumo's Runtime API. Their output stays hidden until
+// then: the readiness probes' rejections would only confuse the reader.
+func (s *Stack) startFunctions(ctx context.Context, fns []function, bin string, opts Options) error {
+	env := s.functionEnv(opts)
 	var procs []*process
 	for _, f := range fns {
 		// Each function polls kumo's Runtime API under its own name.
 		fenv := append([]string{"AWS_LAMBDA_RUNTIME_API=" + EdgeAddr + "/_runtime/" + f.name}, env...)
 		p := &process{f: f, path: filepath.Join(bin, f.name), env: fenv, out: opts.Output}
 		if err := p.start(); err != nil {
-			return nil, err
+			return err
 		}
 		procs = append(procs, p)
 		// Processes stop before kumo (closers run in reverse), so no invocation waits on a
@@ -303,34 +449,41 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		s.onClose(p.stop)
 	}
 	for _, f := range fns {
-		if err := waitRegistered(ctx, inv, f.name); err != nil {
-			return nil, err
+		if err := waitRegistered(ctx, s.invoker(), f.name); err != nil {
+			return err
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // let the probes' log lines drain before showing output
 	for _, p := range procs {
 		p.warm()
 	}
+	return nil
+}
 
-	if !opts.NoStreamConsumers {
-		pctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		for _, m := range eventsource.Mappings() {
-			p := &streampoller.Poller{Endpoint: ddb.Endpoint, StreamARN: s.StreamARN, Mapping: m, Invoker: inv,
-				Interval: opts.PollInterval, Backoff: 200 * time.Millisecond, Log: opts.Log, Paused: s.paused[m.Function].Load,
-				OnFailure: func(ctx context.Context, body []byte) error {
-					_, err := s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.DeadLetterQueueURL), MessageBody: aws.String(string(body))})
-					return err
-				}}
-			wg.Add(1)
-			go func() { defer wg.Done(); _ = p.Run(pctx) }()
-		}
+// startPollersAndSchedule emulates the event source mappings (a stream poller per mapping,
+// failed batches to the dead letter queue) and the reconciler's EventBridge schedule.
+func (s *Stack) startPollersAndSchedule(dynamoURL string, opts Options) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	inv := s.invoker()
+	for _, m := range eventsource.Mappings() {
+		p := &streampoller.Poller{Endpoint: dynamoURL, StreamARN: s.StreamARN, Mapping: m, Invoker: inv,
+			Interval: opts.PollInterval, Backoff: 200 * time.Millisecond, Log: opts.Log, Paused: s.paused[m.Function].Load,
+			OnFailure: func(ctx context.Context, body []byte) error {
+				_, err := s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.DeadLetterQueueURL), MessageBody: aws.String(string(body))})
+				return err
+			}}
 		wg.Add(1)
-		go func() { defer wg.Done(); s.schedule(pctx, inv, opts.ReconcileEvery, opts.Log) }()
-		s.onClose(func() { cancel(); wg.Wait() })
+		go func() { defer wg.Done(); _ = p.Run(ctx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.schedule(ctx, inv, opts.ReconcileEvery, opts.Log) }()
+	s.onClose(func() { cancel(); wg.Wait() })
+}
 
-	api := &http.Server{Handler: &apigateway.Gateway{Invoker: inv, Function: "api", Tokens: opts.Tokens, Log: opts.Log},
+// serveAPI serves the API Gateway emulation on apiLn, in front of the api function.
+func (s *Stack) serveAPI(apiLn net.Listener, opts Options) {
+	api := &http.Server{Handler: &apigateway.Gateway{Invoker: s.invoker(), Function: "api", Tokens: opts.Tokens, Log: opts.Log},
 		ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = api.Serve(apiLn) }()
 	s.onClose(func() {
@@ -338,30 +491,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		defer cancel()
 		_ = api.Shutdown(sctx)
 	})
-	return s, nil
 }
 
-// events creates the bus, and a queue that receives everything published on it.
-func (s *Stack) events(ctx context.Context) (string, error) {
-	if _, err := s.EventBridge.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(busName)}); err != nil {
-		return "", fmt.Errorf("devstack: create event bus: %w", err)
-	}
-	q, err := s.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(eventsQueue)})
-	if err != nil {
-		return "", fmt.Errorf("devstack: create events queue: %w", err)
-	}
-	if _, err := s.EventBridge.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("longrun-to-queue"),
-		EventBusName: aws.String(busName), EventPattern: aws.String(`{"source":["longrun"]}`)}); err != nil {
-		return "", fmt.Errorf("devstack: put rule: %w", err)
-	}
-	if _, err := s.EventBridge.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("longrun-to-queue"),
-		EventBusName: aws.String(busName),
-		Targets:      []ebtypes.Target{{Id: aws.String("queue"), Arn: aws.String("arn:aws:sqs:" + region + ":000000000000:" + eventsQueue)}},
-	}); err != nil {
-		return "", fmt.Errorf("devstack: put targets: %w", err)
-	}
-	return strings.Replace(aws.ToString(q.QueueUrl), "http://localhost:4566", s.EdgeURL, 1), nil
-}
+// invoker invokes the stack's functions through kumo's Lambda API.
+func (s *Stack) invoker() invoker { return invoker{client: s.Lambda} }
 
 // schedule invokes the reconciler every interval, as an EventBridge schedule does on AWS.
 func (s *Stack) schedule(ctx context.Context, inv invoker, every time.Duration, log *slog.Logger) {

@@ -6,8 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -94,7 +95,7 @@ func TestNumberSpellingsAreOneRequest(t *testing.T) {
 // on the status.
 func TestSameKeyDifferentRequestIs409(t *testing.T) {
 	e := newEnv(t)
-	e.admit("k-reuse", `{"type":"demo.task","input":{"target":"r","steps":2}}`)
+	first := e.admit("k-reuse", `{"type":"demo.task","input":{"target":"r","steps":2}}`)
 	before := e.snapshot()
 	for _, body := range []string{
 		`{"type":"demo.task","input":{"target":"r","steps":3}}`,
@@ -106,6 +107,10 @@ func TestSameKeyDifferentRequestIs409(t *testing.T) {
 		wantProblem(t, r, http.StatusConflict, "idempotency_key_reused")
 		if r.header.Get("Retry-After") != "" {
 			t.Fatalf("a key conflict is not a rate limit: %v", r.header)
+		}
+		// The problem names the operation the key belongs to, so the client knows what to poll.
+		if r.json["operationId"] != first.json["operationId"] {
+			t.Fatalf("the 409 should name the key's operation %v: %s", first.json["operationId"], r.body)
 		}
 	}
 	e.unchanged(before)
@@ -316,6 +321,24 @@ func TestScopeIsolation(t *testing.T) {
 		a.json["operationId"] == c.json["operationId"] || e.operations() != 3 {
 		t.Fatalf("a %s\nb %s\nc %s", a.body, b.body, c.body)
 	}
+	// The same key with another body is each caller's own conflict, naming only their own
+	// operation; another scope's same key is another key (no conflict, nothing of alice's).
+	for caller, own := range map[string]res{"alice": a, "bob": b, "carol": c} {
+		r := e.do(req{caller: caller, keys: []string{"shared-key"}, body: demo("iso-changed")})
+		wantProblem(t, r, http.StatusConflict, "idempotency_key_reused")
+		if r.json["operationId"] != own.json["operationId"] {
+			t.Fatalf("%s's 409 names %v, not their own %v", caller, r.json["operationId"], own.json["operationId"])
+		}
+	}
+	first := e.admit("alice-only", demo("iso-alice"))
+	aliceID := first.json["operationId"].(string)
+	for _, caller := range []string{"bob", "carol"} {
+		r := e.do(req{caller: caller, keys: []string{"alice-only"}, body: demo("iso-" + caller)})
+		if r.status != http.StatusAccepted || r.header.Get("Idempotent-Replayed") != "" || r.json["operationId"] == aliceID ||
+			bytes.Contains(r.body, []byte(aliceID)) || bytes.Contains(r.body, []byte("iso-alice")) {
+			t.Fatalf("%s with alice's key: %d %s", caller, r.status, r.body)
+		}
+	}
 	other := e.do(req{method: http.MethodGet, path: "/v1/operations/" + a.json["operationId"].(string), caller: "bob"})
 	missing := e.do(req{method: http.MethodGet, path: "/v1/operations/op_01ARYZ6S410000000000000000", caller: "bob"})
 	wantProblem(t, other, 404, "not_found")
@@ -376,8 +399,16 @@ func TestBadBodiesWriteNothing(t *testing.T) {
 		{"input not an object", "", `{"type":"demo.task","input":"x"}`, 400, "invalid_input"},
 		{"unknown type", "", `{"type":"demo.nope","input":{}}`, 400, "unsupported_operation_type"},
 		{"invalid input", "", `{"type":"demo.task","input":{"target":"x","steps":99}}`, 400, "invalid_input"},
-		{"text/plain", "text/plain", demo("x"), 400, "invalid_input"},
+		{"text/plain", "text/plain", demo("x"), 415, "unsupported_media_type"},
+		{"another JSON media type", "application/merge-patch+json", demo("x"), 415, "unsupported_media_type"},
+		{"charset utf-16", "application/json; charset=utf-16", demo("x"), 415, "unsupported_media_type"},
+		{"charset UTF-16, mixed case", "Application/JSON; Charset=UTF-16", demo("x"), 415, "unsupported_media_type"},
+		{"charset latin-1", "application/json; charset=iso-8859-1", demo("x"), 415, "unsupported_media_type"},
+		{"charset utf8 (not the name)", "application/json; charset=utf8", demo("x"), 415, "unsupported_media_type"},
+		{"charset empty", `application/json; charset=""`, demo("x"), 415, "unsupported_media_type"},
 		{"no content type", "none", demo("x"), 400, "invalid_input"},
+		{"unparseable content type", "application/json; charset", demo("x"), 400, "invalid_input"},
+		{"text/plain oversize", "text/plain", `{"type":"demo.task","input":{"target":"` + strings.Repeat("x", 64<<10) + `"}}`, 413, "payload_too_large"},
 		{"oversize", "", `{"type":"demo.task","input":{"target":"` + strings.Repeat("x", 64<<10) + `"}}`, 413, "payload_too_large"},
 	}
 	for i, tc := range cases {
@@ -386,6 +417,8 @@ func TestBadBodiesWriteNothing(t *testing.T) {
 			wantProblem(t, r, tc.status, tc.code)
 		})
 	}
+	// The key is judged before the media type, as before.
+	wantProblem(t, e.do(req{caller: "alice", contentType: "text/plain", body: demo("x")}), 400, "invalid_idempotency_key")
 	if n := e.calls.Load(); n != 0 {
 		t.Fatalf("%d DynamoDB calls for rejected bodies, want 0", n)
 	}
@@ -393,6 +426,22 @@ func TestBadBodiesWriteNothing(t *testing.T) {
 	// A rejected key can be used for a valid request afterwards: nothing was recorded.
 	if r := e.admit("bad-0", demo("x")); r.status != 202 {
 		t.Fatalf("key of a rejected request: %d", r.status)
+	}
+}
+
+// A charset parameter that says UTF-8, in any case or quoted, is accepted; it is not part of
+// the fingerprint, so the same request without it is a replay.
+func TestCharsetUTF8IsAccepted(t *testing.T) {
+	e := newEnv(t)
+	first := e.do(req{caller: "alice", keys: []string{"k-utf8"}, contentType: "application/json; charset=UTF-8", body: demo("utf8")})
+	if first.status != http.StatusAccepted {
+		t.Fatalf("charset=UTF-8: %d %s", first.status, first.body)
+	}
+	for _, ct := range []string{"application/json", "application/json;charset=utf-8", `application/json; charset="Utf-8"`, "APPLICATION/JSON; CHARSET=UTF-8"} {
+		r := e.do(req{caller: "alice", keys: []string{"k-utf8"}, contentType: ct, body: demo("utf8")})
+		if r.status != http.StatusAccepted || r.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r.body, first.body) {
+			t.Fatalf("%s: %d %s", ct, r.status, r.body)
+		}
 	}
 }
 
@@ -445,8 +494,22 @@ func TestOneRoundTripPerAdmission(t *testing.T) {
 	} {
 		e.calls.Reset()
 		e.admit(step.key, step.body)
-		if n := e.calls.Load(); n != 1 {
-			t.Fatalf("%s: %d round trips, want 1", step.name, n)
+		// One transaction, with the consistent read of the key's record beside it (it
+		// answers a replay early): two requests, one round trip of latency.
+		if n := e.calls.RoundTrips(); n != 1 {
+			t.Fatalf("%s: %d round trips, want 1: %+v", step.name, n, e.calls.Calls())
+		}
+		var ops []string
+		for _, c := range e.calls.Calls() {
+			ops = append(ops, c.Operation)
+		}
+		slices.Sort(ops)
+		// Whichever request answers first abandons the other, which may then never be sent.
+		switch got := fmt.Sprint(ops); {
+		case got == "[GetItem TransactWriteItems]", got == "[TransactWriteItems]":
+		case got == "[GetItem]" && step.name == "replay":
+		default:
+			t.Fatalf("%s: requests %v, want one TransactWriteItems beside at most one GetItem", step.name, ops)
 		}
 	}
 	e.calls.Reset()

@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,14 +44,64 @@ func Main(m *testing.M) int {
 	return m.Run()
 }
 
-// Counter counts DynamoDB round trips: HTTP attempts, so SDK retries count too.
-type Counter struct{ n atomic.Int64 }
+// Counter counts DynamoDB requests (HTTP attempts, so SDK retries count too) and how many
+// of them ran one after another.
+type Counter struct {
+	n     atomic.Int64
+	mu    sync.Mutex
+	calls []Call
+}
 
-// Load returns the count so far.
+// Call is one request the counter saw.
+type Call struct {
+	Operation  string // e.g. "TransactWriteItems"
+	Start, End time.Time
+}
+
+// Load returns the number of requests so far.
 func (c *Counter) Load() int64 { return c.n.Load() }
 
-// Reset sets the count to zero.
-func (c *Counter) Reset() { c.n.Store(0) }
+// Reset forgets every request so far.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n.Store(0)
+	c.calls = nil
+}
+
+// Calls returns the requests so far, in the order they started.
+func (c *Counter) Calls() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := slices.Clone(c.calls)
+	slices.SortFunc(out, func(a, b Call) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+// RoundTrips is the latency depth of the requests so far: the longest chain of requests
+// each started after the previous one ended. Two requests issued side by side are one
+// round trip; a request sent after another answered makes two.
+func (c *Counter) RoundTrips() int {
+	calls := c.Calls()
+	depth := make([]int, len(calls))
+	best := 0
+	for i, call := range calls {
+		depth[i] = 1
+		for j := range i {
+			if !calls[j].End.After(call.Start) && depth[j]+1 > depth[i] {
+				depth[i] = depth[j] + 1
+			}
+		}
+		best = max(best, depth[i])
+	}
+	return best
+}
+
+func (c *Counter) record(call Call) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, call)
+}
 
 // NewClient returns a client for the test endpoint and a counter of its calls.
 func NewClient(tb testing.TB) (*dynamodb.Client, *Counter) {
@@ -67,7 +119,11 @@ func Client(endpoint string) (*dynamodb.Client, *Counter) {
 	// The Finalize step's tail runs once per attempt, inside the SDK's retry loop.
 	count := middleware.FinalizeMiddlewareFunc("CountAttempts", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 		counter.n.Add(1)
-		return next.HandleFinalize(ctx, in)
+		call := Call{Operation: middleware.GetOperationName(ctx), Start: time.Now()}
+		out, md, err := next.HandleFinalize(ctx, in)
+		call.End = time.Now()
+		counter.record(call)
+		return out, md, err
 	})
 	client := dynamodb.New(dynamodb.Options{
 		Region:       "us-east-1",

@@ -1,0 +1,256 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/longrun-dev/longrun/internal/core/admission"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+)
+
+// Contention (docs/table-design.md, "Contention"). DynamoDB cancels a transaction that
+// touches an item another transaction holds (TransactionConflict) and refuses a single write
+// on such an item (TransactionConflictException). Both are races the system creates itself,
+// never the caller's fault, so the store retries them with full-jitter exponential backoff
+// inside a time budget, and learns the winner's record instead of retrying where it can.
+
+// Defaults of the contention settings.
+const (
+	DefaultConflictBudget = 2 * time.Second
+	DefaultQuotaShards    = 16
+	// replayMargin: a record read beside the transaction answers a replay only if it stays
+	// live this much longer, so clock skew against TTL deletion can never turn a replay
+	// answered from the read into a second operation created by the transaction.
+	replayMargin = 5 * time.Minute
+	// winnerPolls bounds the reads that wait for a conflicting admission of the same key to
+	// commit; with the backoff below they span a transaction's usual duration (~25 ms).
+	winnerPolls = 4
+	backoffBase = 4 * time.Millisecond
+	backoffCap  = 200 * time.Millisecond
+)
+
+// retrier paces the attempts of one call.
+type retrier struct {
+	s        *Store
+	deadline time.Time
+	attempt  int
+}
+
+func (s *Store) retrier() *retrier {
+	budget := s.ConflictBudget
+	if budget <= 0 {
+		budget = DefaultConflictBudget
+	}
+	return &retrier{s: s, deadline: s.now().Add(budget)}
+}
+
+// wait sleeps a full-jitter backoff before the next attempt; false when the budget is spent
+// or ctx is done.
+func (r *retrier) wait(ctx context.Context) bool {
+	ceiling := min(backoffCap, backoffBase<<min(r.attempt, 16))
+	r.attempt++
+	d := r.s.jitter(ceiling)
+	if r.s.now().Add(d).After(r.deadline) {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// random draws uniformly from [0, n).
+func (s *Store) random(n int64) int64 {
+	if s.Random != nil {
+		return s.Random(n)
+	}
+	return rand.Int64N(n)
+}
+
+// jitter draws uniformly from [0, ceiling].
+func (s *Store) jitter(ceiling time.Duration) time.Duration {
+	return time.Duration(s.random(int64(ceiling) + 1))
+}
+
+func errBusy(cause error) error {
+	return problem.Wrap(problem.Unavailable, cause, "The service is busy; retry with the same Idempotency-Key.").
+		WithRetryAfter(time.Second)
+}
+
+// conflicted reports a single write refused because a transaction held its item.
+func conflicted(err error) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode() == "TransactionConflictException" || throttling(apiErr.ErrorCode()))
+}
+
+// retrySingle runs a single-item write, retrying it while a transaction holds the item.
+func (s *Store) retrySingle(ctx context.Context, write func() error) error {
+	r := s.retrier()
+	for {
+		err := write()
+		if err == nil || !conflicted(err) {
+			return err
+		}
+		if !r.wait(ctx) {
+			return err
+		}
+	}
+}
+
+// transact runs a transaction that no other caller's answer can settle (fact appends):
+// conflicts and throttling are retried inside the budget; failed conditions come back as
+// cancellation reasons.
+func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) ([]types.CancellationReason, error) {
+	r := s.retrier()
+	for {
+		reasons, err := s.transactOnce(ctx, items)
+		if err != nil || reasons == nil || !contended(reasons) {
+			return reasons, err
+		}
+		if !r.wait(ctx) {
+			return nil, errBusy(errors.New("transaction conflicts outlasted the budget: " + reasonCodes(reasons)))
+		}
+	}
+}
+
+// transactOnce runs one attempt: nil reasons on commit, the cancellation reasons when
+// DynamoDB cancelled it, a problem for anything else.
+func (s *Store) transactOnce(ctx context.Context, items []types.TransactWriteItem) ([]types.CancellationReason, error) {
+	_, err := s.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if err == nil {
+		return nil, nil
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 {
+		return tce.CancellationReasons, nil
+	}
+	return nil, classify(err)
+}
+
+// contended reports a cancellation caused by other work (a conflict or throttling) rather
+// than by a failed condition.
+func contended(reasons []types.CancellationReason) bool {
+	return hasReason(reasons, "TransactionConflict") || hasReason(reasons, "ThrottlingError")
+}
+
+func reasonIs(reasons []types.CancellationReason, i int, code string) bool {
+	return i < len(reasons) && aws.ToString(reasons[i].Code) == code
+}
+
+// liveRecord reads the idempotency record for the intent's key with a consistent read. It
+// returns nil when there is none or it is no longer live at in.Now plus margin.
+func (s *Store) liveRecord(ctx context.Context, in admission.Intent, margin time.Duration) (*admission.Record, error) {
+	out, err := s.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      &s.Table,
+		Key:            map[string]types.AttributeValue{attrPK: str(idempotencyPK(in.Scope.Tenant, in.Scope.Principal, in.Key)), attrSK: str(skIdempotency)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	if out.Item == nil {
+		return nil, nil
+	}
+	rec, err := decodeRecord(out.Item)
+	if err != nil {
+		return nil, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+	}
+	// The transaction's condition treats a record as absent once expires_at <= now (whole
+	// seconds, as stored); the read must agree, with margin on top.
+	if rec.ExpiresAt.Unix() <= in.Now.Add(margin).Unix() {
+		return nil, nil
+	}
+	return &rec, nil
+}
+
+// Quota shards. A tenant's active-operation quota is spread over QuotaShards counters, each
+// with its own share of the limit (the shares add up to the limit exactly), so a tenant's
+// admissions do not all conflict on one item. An admission takes a slot on one shard; when
+// that shard is full it reads every shard in one BatchGetItem and moves to one with room,
+// and only when none has room is the tenant over quota.
+
+func (s *Store) quotaShards() int {
+	if s.QuotaShards > 0 {
+		return s.QuotaShards
+	}
+	return DefaultQuotaShards
+}
+
+// quotaShare is shard i's share of limit.
+func quotaShare(limit, shards, i int) int {
+	share := limit / shards
+	if i < limit%shards {
+		share++
+	}
+	return share
+}
+
+// pickShard draws a shard with a non-zero share that is not excluded; -1 when none is left.
+func (s *Store) pickShard(limit int, exclude map[int]bool) int {
+	n := s.quotaShards()
+	var open []int
+	for i := range n {
+		if quotaShare(limit, n, i) > 0 && !exclude[i] {
+			open = append(open, i)
+		}
+	}
+	if len(open) == 0 {
+		return -1
+	}
+	return open[s.random(int64(len(open)))]
+}
+
+// fullShards reads every shard of a tenant's quota and returns those without room.
+func (s *Store) fullShards(ctx context.Context, tenant string, limit int) (map[int]bool, error) {
+	n := s.quotaShards()
+	keys := make([]map[string]types.AttributeValue, n)
+	for i := range n {
+		keys[i] = map[string]types.AttributeValue{attrPK: str(quotaPK(tenant, i)), attrSK: str(skQuota)}
+	}
+	counts := make(map[string]int, n)
+	req := map[string]types.KeysAndAttributes{s.Table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+	r := s.retrier()
+	for len(req) > 0 {
+		out, err := s.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return nil, classify(err)
+		}
+		for _, item := range out.Responses[s.Table] {
+			pk, _ := item[attrPK].(*types.AttributeValueMemberS)
+			active, _ := item["active"].(*types.AttributeValueMemberN)
+			if pk != nil && active != nil {
+				counts[pk.Value], _ = strconv.Atoi(active.Value)
+			}
+		}
+		req = out.UnprocessedKeys
+		if len(req) > 0 && !r.wait(ctx) {
+			return nil, errBusy(errors.New("quota read kept coming back unprocessed"))
+		}
+	}
+	full := map[int]bool{}
+	for i := range n {
+		if counts[quotaPK(tenant, i)] >= quotaShare(limit, n, i) {
+			full[i] = true
+		}
+	}
+	return full, nil
+}
