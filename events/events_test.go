@@ -31,7 +31,7 @@ func strict(t *testing.T, name string, v any) {
 func TestSamplesAreWhatTheFunctionsRead(t *testing.T) {
 	var api lambdaevents.APIGatewayProxyRequest
 	strict(t, "api", &api)
-	if scope, err := httpapi.ScopeOf(api.RequestContext); err != nil || scope.Tenant != "acme" {
+	if scope, err := (httpapi.Callers{}).Scope(api.RequestContext); err != nil || scope.Tenant != "acme" {
 		t.Fatalf("api sample: %v %v", scope, err)
 	}
 

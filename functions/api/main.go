@@ -22,6 +22,7 @@ func main() {
 			Window: fn.Config.Window, Quota: fn.Config.Quota},
 		Operations:   fn.Store,
 		Intents:      &intent.Service{Store: fn.Store, Now: time.Now},
+		Callers:      httpapi.Callers{CognitoClientIDs: fn.Config.CognitoClientIDs, OperatorPrincipals: fn.Config.OperatorPrincipals},
 		NewRequestID: gen.Request,
 		Log:          fn.Log,
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,6 +31,11 @@ type Config struct {
 	DeadLetterQueueURL string
 	// EventBus is the EventBridge bus the notifier publishes to (LONGRUN_EVENT_BUS).
 	EventBus string
+	// CognitoClientIDs are the app clients whose ID tokens the API accepts
+	// (LONGRUN_COGNITO_CLIENT_IDS, comma-separated); OperatorPrincipals are the IAM role or
+	// user ARNs that are operators (LONGRUN_OPERATOR_PRINCIPALS, comma-separated).
+	CognitoClientIDs   []string
+	OperatorPrincipals []string
 	// Leases are the reconciler's leases (LONGRUN_LEASE_DISPATCH, _CHECK, _CANCEL,
 	// _DEADLINE as durations); every writer stamps due times with them.
 	Leases operation.Leases
@@ -61,6 +67,8 @@ func FromEnv() (Config, error) {
 		}
 	}
 	c.DeadLetterQueueURL = os.Getenv("LONGRUN_DEAD_LETTER_QUEUE_URL")
+	c.CognitoClientIDs = list(os.Getenv("LONGRUN_COGNITO_CLIENT_IDS"))
+	c.OperatorPrincipals = list(os.Getenv("LONGRUN_OPERATOR_PRINCIPALS"))
 	c.EventBus = os.Getenv("LONGRUN_EVENT_BUS")
 	c.Leases = operation.DefaultLeases()
 	for name, d := range map[string]*time.Duration{
@@ -76,6 +84,17 @@ func FromEnv() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// list splits a comma-separated setting, dropping blanks.
+func list(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // Require fails unless every named setting is present, so a function misconfigured at

@@ -28,3 +28,13 @@ func TestFromEnv(t *testing.T) {
 		t.Setenv(k, "")
 	}
 }
+
+func TestListsFromEnv(t *testing.T) {
+	t.Setenv("LONGRUN_TABLE", "t")
+	t.Setenv("LONGRUN_COGNITO_CLIENT_IDS", " a, b ,,")
+	t.Setenv("LONGRUN_OPERATOR_PRINCIPALS", "arn:aws:iam::1:role/ops")
+	c, err := FromEnv()
+	if err != nil || len(c.CognitoClientIDs) != 2 || c.CognitoClientIDs[1] != "b" || len(c.OperatorPrincipals) != 1 {
+		t.Fatalf("%+v %v", c, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/problem"
 	"github.com/longrun-dev/longrun/internal/service/httpapi"
@@ -61,7 +62,9 @@ func (s *Store) List(ctx context.Context, q httpapi.ListQuery) ([]operation.Repr
 	}
 	if q.Cursor != "" {
 		c, err := decodeCursor(q.Cursor)
-		if err != nil || c.Scope != scope || c.Query != filters {
+		// The cursor is the caller's to send back, so it is input like any other: an id
+		// that is not one would make an invalid start key, a 500.
+		if err != nil || c.Scope != scope || c.Query != filters || !ids.Valid("op_", c.After) {
 			return nil, "", &problem.Error{Code: problem.InvalidInput, Detail: "The cursor is not valid for this caller and these filters.",
 				Fields: []problem.FieldError{{Pointer: "/cursor", Detail: "not a cursor of this list"}}}
 		}

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -236,6 +238,9 @@ func parseBody(mediaType string, params map[string]string, data []byte) (admissi
 	if !ok {
 		return admissionBody{}, problem.Invalid(problem.FieldError{Pointer: "", Detail: "The body must be a JSON object."})
 	}
+	if fields := inexactIntegers(parsed, ""); len(fields) > 0 {
+		return admissionBody{}, problem.Invalid(fields...)
+	}
 	var fields []problem.FieldError
 	for name := range obj {
 		if name != "type" && name != "input" {
@@ -284,4 +289,45 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// maxSafeInteger is the largest integer every double holds exactly (2^53 - 1, I-JSON's limit).
+const maxSafeInteger = 1<<53 - 1
+
+// inexactIntegers lists the integers a double cannot hold exactly. The fingerprint is taken
+// over the canonical form (RFC 8785), which goes through a double, so 9007199254740993 would
+// fingerprint as 9007199254740992: two different requests, one key's replay. They are
+// refused instead, each by its JSON pointer. (Fractions and exponents keep their meaning as
+// doubles, as RFC 8785 has it.)
+func inexactIntegers(v any, pointer string) []problem.FieldError {
+	switch v := v.(type) {
+	case map[string]any:
+		var out []problem.FieldError
+		for k, child := range v {
+			out = append(out, inexactIntegers(child, pointer+"/"+escapePointer(k))...)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
+		return out
+	case []any:
+		var out []problem.FieldError
+		for i, child := range v {
+			out = append(out, inexactIntegers(child, pointer+"/"+strconv.Itoa(i))...)
+		}
+		return out
+	case json.Number:
+		lit := string(v)
+		if strings.ContainsAny(lit, ".eE") {
+			return nil
+		}
+		if n, err := strconv.ParseInt(lit, 10, 64); err == nil && n >= -maxSafeInteger && n <= maxSafeInteger {
+			return nil
+		}
+		return []problem.FieldError{{Pointer: pointer, Detail: fmt.Sprintf("integers must be within ±%d to keep their value exactly", int64(maxSafeInteger))}}
+	}
+	return nil
+}
+
+// escapePointer escapes a member name for a JSON pointer (RFC 6901).
+func escapePointer(name string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(name, "~", "~0"), "/", "~1")
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,34 @@ func TestCheckMediaType(t *testing.T) {
 	} {
 		if got := problem.CodeOf(CheckMediaType(tc.mediaType, tc.params)); got != tc.want {
 			t.Errorf("%q %v: %q, want %q", tc.mediaType, tc.params, got, tc.want)
+		}
+	}
+}
+
+// Integers a double cannot hold exactly are refused by pointer, before the fingerprint could
+// round two different requests into one (issue #12, low findings).
+func TestInexactIntegersAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want []string // pointers; none: accepted by this check
+	}{
+		{`{"type":"demo.task","input":{"target":"a","steps":9007199254740993}}`, []string{"/input/steps"}},
+		{`{"type":"demo.task","input":{"target":"a","x":[1,{"y/z":-9007199254740993}]}}`, []string{"/input/x/1/y~1z"}},
+		{`{"type":"demo.task","input":{"target":"a","steps":9007199254740991}}`, nil},
+		{`{"type":"demo.task","input":{"target":"a","steps":-9007199254740991}}`, nil},
+		{`{"type":"demo.task","input":{"target":"a","ratio":1e30,"f":333333333.33333329}}`, nil},
+	} {
+		_, err := parseBody("application/json", nil, []byte(tc.body))
+		var got []string
+		if pe := problem.As(err); err != nil && pe.Code == problem.InvalidInput {
+			for _, f := range pe.Fields {
+				got = append(got, f.Pointer)
+			}
+		} else if err != nil {
+			t.Fatalf("%s: %v", tc.body, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: refused %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }

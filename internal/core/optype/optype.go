@@ -10,7 +10,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
@@ -82,12 +85,24 @@ func NormalizeTarget(namespace, value string) (string, error) {
 		return "", fmt.Errorf("must not be empty")
 	case !utf8.ValidString(v):
 		return "", fmt.Errorf("must be valid UTF-8")
-	case strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return "", fmt.Errorf("must not contain control characters")
+	}
+	// One spelling per target: "é" as one code point or as "e" + U+0301 is one target, so
+	// two spellings cannot take two locks on what a reader sees as one thing.
+	v = norm.NFC.String(v)
+	switch {
+	case strings.IndexFunc(v, invisible) >= 0:
+		return "", fmt.Errorf("must not contain control, format (bidi, zero-width) or separator characters")
 	case len(v) > maxTargetLen:
 		return "", fmt.Errorf("must be at most %d bytes", maxTargetLen)
 	}
 	return namespace + ":" + v, nil
+}
+
+// invisible reports characters that change how a target reads without being seen: controls
+// (Cc), format characters (Cf: bidi overrides and isolates, zero-width spaces and joiners,
+// the BOM, soft hyphens) and line and paragraph separators.
+func invisible(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // fieldChecker collects field errors for one input object.

@@ -97,3 +97,42 @@ func TestUnknownType(t *testing.T) {
 		t.Fatalf("names %s", got)
 	}
 }
+
+// One target, one spelling: NFC and NFD spellings of "é" are one target; characters that
+// change how a target reads without being seen are refused (issue #12, low findings).
+func TestTargetsAreNormalizedAndVisible(t *testing.T) {
+	composed, err := NormalizeTarget("demo", "caf\u00e9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decomposed, err := NormalizeTarget("demo", "cafe\u0301")
+	if err != nil || decomposed != composed {
+		t.Fatalf("NFD spelling: %q %v, NFC spelling %q", decomposed, err, composed)
+	}
+	for name, v := range map[string]string{
+		"bidi override":        "invoice\u202egpj.exe",
+		"bidi isolate":         "a\u2066b",
+		"left-to-right mark":   "a\u200eb",
+		"zero-width space":     "ab\u200bc",
+		"zero-width joiner":    "a\u200db",
+		"byte order mark":      "\ufeffabc",
+		"soft hyphen":          "ab\u00adc",
+		"C1 control":           "a\u0085b",
+		"line separator":       "a\u2028b",
+		"escape":               "a\x1bb",
+		"delete":               "a\x7fb",
+		"arabic letter mark":   "a\u061cb",
+		"word joiner":          "a\u2060b",
+		"paragraph separator":  "a\u2029b",
+		"tab inside the value": "a\tb",
+	} {
+		if got, err := NormalizeTarget("demo", v); err == nil {
+			t.Errorf("%s: %q accepted as %q", name, v, got)
+		}
+	}
+	for _, ok := range []string{"build-42", "环境/生产", "emoji-🚀", "naïve résumé"} {
+		if _, err := NormalizeTarget("demo", ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ type Handler struct {
 	Admission    Admitter
 	Operations   Operations
 	Intents      Intents
+	Callers      Callers
 	NewRequestID func() string
 	Log          *slog.Logger
 }
@@ -95,7 +97,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) 
 
 func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (response, string, error) {
 	path := strings.TrimSuffix(ev.Path, "/")
-	scope, err := ScopeOf(ev.RequestContext)
+	scope, err := h.Callers.Scope(ev.RequestContext)
 	if err != nil {
 		return response{}, "", err
 	}
@@ -256,31 +258,108 @@ func finish(r response, requestID string) events.APIGatewayProxyResponse {
 	return events.APIGatewayProxyResponse{StatusCode: r.status, Headers: single, Body: string(r.body)}
 }
 
-// ScopeOf resolves the caller from what API Gateway's authorizer put in the request context:
-// a Lambda authorizer's (or the local shim's) tenant and principal, a Cognito JWT's claims,
-// or the IAM identity. Never from a header or the body.
-//
-// With IAM (SigV4) the tenant is the account and the principal the caller's ARN, except
-// that an assumed role's session name is dropped: every session of a role is one caller,
-// arn:<partition>:sts::<account>:assumed-role/<role> (see rolePrincipal), so a service that
-// retries through another instance, with another session, stays in its idempotency scope
-// and sees its own operations. IAM users, root and every other identity are taken as they
-// are.
-func ScopeOf(rc events.APIGatewayProxyRequestContext) (admission.Scope, error) {
+// Callers resolves who is calling from what API Gateway's authorizer put in the request
+// context, never from a header or the body (docs/security.md, "Trust boundaries"):
+//   - a Lambda authorizer's (or the local stack's) tenant and principal, and its role;
+//   - a Cognito user pool's ID token claims: only ID tokens (token_use "id") of the app
+//     clients listed in CognitoClientIDs; the tenant is custom:tenant, which the pool must
+//     let only administrators write (the stack's pool does), the principal is sub;
+//   - the IAM identity of a SigV4 request: the account is the tenant and the caller's ARN the
+//     principal, except that an assumed role's session name is dropped: every session of a
+//     role is one caller, arn:<partition>:sts::<account>:assumed-role/<role> (see
+//     rolePrincipal), so a service that retries through another instance, with another
+//     session, stays in its idempotency scope and sees its own operations. IAM users, root
+//     and every other identity are taken as they are.
+type Callers struct {
+	// CognitoClientIDs are the app clients whose ID tokens are accepted. With none, no
+	// Cognito token is: a token of some other client of the pool (one that lets users write
+	// their own custom:tenant, say) must never choose a tenant.
+	CognitoClientIDs []string
+	// OperatorPrincipals are the IAM identities that are operators: role ARNs
+	// (arn:aws:iam::<account>:role/<path/><name>, meaning every session of the role) or
+	// principals as Scope names them.
+	OperatorPrincipals []string
+}
+
+// Scope is the caller's idempotency and visibility scope, or 401.
+func (c Callers) Scope(rc events.APIGatewayProxyRequestContext) (admission.Scope, error) {
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	if t, p := str(rc.Authorizer, "tenant"), str(rc.Authorizer, "principal"); t != "" && p != "" {
 		return admission.Scope{Tenant: t, Principal: p}, nil
 	}
 	if claims, ok := rc.Authorizer["claims"].(map[string]any); ok {
+		if !c.trusted(claims) {
+			return admission.Scope{}, problem.New(problem.Unauthenticated, "The token is not an ID token of an app client this API accepts.")
+		}
 		if t, p := str(claims, "custom:tenant"), str(claims, "sub"); t != "" && p != "" {
 			return admission.Scope{Tenant: t, Principal: p}, nil
 		}
+		return admission.Scope{}, problem.New(problem.Unauthenticated, "The token carries no tenant.")
 	}
-	// IAM (SigV4): the account is the tenant, the calling identity the principal.
-	if principal := firstOf(rolePrincipal(rc.Identity.UserArn), rc.Identity.Caller, rc.Identity.User); rc.Identity.AccountID != "" && principal != "" {
+	if principal := iamPrincipal(rc.Identity); rc.Identity.AccountID != "" && principal != "" {
 		return admission.Scope{Tenant: rc.Identity.AccountID, Principal: principal}, nil
 	}
 	return admission.Scope{}, problem.New(problem.Unauthenticated, "The request has no resolvable caller.")
+}
+
+// trusted reports whether Cognito claims are an ID token of an accepted app client. API
+// Gateway's Cognito authorizer has checked the signature, the issuer (the pool) and the
+// expiry; which client the token was issued to, and which kind it is, are ours to check.
+func (c Callers) trusted(claims map[string]any) bool {
+	use, _ := claims["token_use"].(string)
+	aud, _ := claims["aud"].(string)
+	return use == "id" && aud != "" && slices.Contains(c.CognitoClientIDs, aud)
+}
+
+// IsOperator reports whether the caller is an operator: a Lambda authorizer's (or the local
+// stack's) role "operator", membership of the longrun-operators group in an accepted Cognito
+// token, or an IAM identity listed in OperatorPrincipals.
+func (c Callers) IsOperator(rc events.APIGatewayProxyRequestContext) bool {
+	if role, _ := rc.Authorizer["role"].(string); role == "operator" {
+		return true
+	}
+	if claims, ok := rc.Authorizer["claims"].(map[string]any); ok {
+		if !c.trusted(claims) {
+			return false
+		}
+		groups, _ := claims["cognito:groups"].(string)
+		for _, g := range strings.FieldsFunc(groups, func(r rune) bool { return r == ',' || r == ' ' || r == '[' || r == ']' }) {
+			if g == "longrun-operators" {
+				return true
+			}
+		}
+		return false
+	}
+	principal := iamPrincipal(rc.Identity)
+	if rc.Identity.AccountID == "" || principal == "" {
+		return false
+	}
+	for _, op := range c.OperatorPrincipals {
+		if op == principal || roleAsPrincipal(op) == principal {
+			return true
+		}
+	}
+	return false
+}
+
+// iamPrincipal is the principal of a SigV4 caller.
+func iamPrincipal(id events.APIGatewayRequestIdentity) string {
+	return firstOf(rolePrincipal(id.UserArn), id.Caller, id.User)
+}
+
+// roleAsPrincipal turns an IAM role ARN, arn:<partition>:iam::<account>:role/<path/><name>,
+// into the principal its sessions have, arn:<partition>:sts::<account>:assumed-role/<name>
+// (an assumed-role ARN carries no path). Anything else is returned as it is.
+func roleAsPrincipal(arn string) string {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "iam" || parts[4] == "" || !strings.HasPrefix(parts[5], "role/") {
+		return arn
+	}
+	name := parts[5][strings.LastIndex(parts[5], "/")+1:]
+	if name == "" {
+		return arn
+	}
+	return "arn:" + parts[1] + ":sts::" + parts[4] + ":assumed-role/" + name
 }
 
 // rolePrincipal drops the session name from an assumed-role ARN,

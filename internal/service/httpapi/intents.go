@@ -65,7 +65,7 @@ func parseIfMatch(values []string) (versions []int, ok bool) {
 
 // resolve serves POST /v1/operations/{id}/resolve, for operators only.
 func (h *Handler) resolve(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope, id string) (response, error) {
-	if !IsOperator(ev.RequestContext) {
+	if !h.Callers.IsOperator(ev.RequestContext) {
 		return response{}, problem.New(problem.Forbidden, "Only operators may resolve operations.")
 	}
 	if !ids.Valid("op_", id) {
@@ -93,7 +93,7 @@ func (h *Handler) resolve(ctx context.Context, ev events.APIGatewayProxyRequest,
 func parseResolution(mediaType string, params map[string]string, payload []byte) (intent.Resolution, error) {
 	var r intent.Resolution
 	if len(payload) > admission.MaxBodyBytes {
-		return r, problem.New(problem.InvalidInput, "The body must be at most %d bytes.", admission.MaxBodyBytes)
+		return r, problem.New(problem.PayloadTooLarge, "The body must be at most %d bytes.", admission.MaxBodyBytes)
 	}
 	if err := admission.CheckMediaType(mediaType, params); err != nil {
 		return r, err
@@ -144,22 +144,4 @@ func parseResolution(mediaType string, params map[string]string, payload []byte)
 		r.Problem = operation.NewProblem(r.Problem.Code, r.Problem.Title, r.Problem.Detail)
 	}
 	return r, nil
-}
-
-// IsOperator reports whether the authorizer marked the caller as an operator: a Lambda
-// authorizer's (or the local stack's) role, or membership of the longrun-operators group
-// in a Cognito token.
-func IsOperator(rc events.APIGatewayProxyRequestContext) bool {
-	if role, _ := rc.Authorizer["role"].(string); role == "operator" {
-		return true
-	}
-	if claims, ok := rc.Authorizer["claims"].(map[string]any); ok {
-		groups, _ := claims["cognito:groups"].(string)
-		for _, g := range strings.FieldsFunc(groups, func(r rune) bool { return r == ',' || r == ' ' || r == '[' || r == ']' }) {
-			if g == "longrun-operators" {
-				return true
-			}
-		}
-	}
-	return false
 }

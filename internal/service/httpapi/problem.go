@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -83,6 +84,9 @@ func mustRetryAfter(status int) bool {
 	return status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
 }
 
+// MaxFieldErrors bounds the field errors a problem lists.
+const MaxFieldErrors = 20
+
 // problemResponse renders err. Internal errors never show their cause.
 func problemResponse(err error, requestID string) response {
 	pe := problem.As(err)
@@ -91,9 +95,15 @@ func problemResponse(err error, requestID string) response {
 	if pe.Code == problem.Internal {
 		detail = "An internal error occurred. Quote the requestId when reporting it."
 	}
+	fields := pe.Fields
+	if len(fields) > MaxFieldErrors {
+		// A body can hold thousands of bad fields; the answer stays small.
+		detail += fmt.Sprintf(" (the first %d of %d field errors)", MaxFieldErrors, len(fields))
+		fields = fields[:MaxFieldErrors]
+	}
 	b, _ := json.Marshal(body{
 		Type: "https://longrun.dev/problems/" + string(pe.Code), Title: TitleOf(pe.Code), Status: status,
-		Code: pe.Code, Detail: detail, RequestID: requestID, OperationID: pe.OperationID, Errors: pe.Fields,
+		Code: pe.Code, Detail: detail, RequestID: requestID, OperationID: pe.OperationID, Errors: fields,
 	})
 	r := response{status: status, body: b, header: http.Header{"Content-Type": {"application/problem+json"}}}
 	if pe.RetryAfter > 0 || mustRetryAfter(status) {

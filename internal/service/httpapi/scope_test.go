@@ -21,7 +21,14 @@ func TestScopeOf(t *testing.T) {
 		want string // "tenant/principal", "" for 401
 	}{
 		{"lambda authorizer", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"tenant": "acme", "principal": "alice"}}, "acme/alice"},
-		{"cognito", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"claims": map[string]any{"custom:tenant": "acme", "sub": "u-1"}}}, "acme/u-1"},
+		{"cognito id token of an accepted client", cognito(map[string]any{"token_use": "id", "aud": "client-1", "custom:tenant": "acme", "sub": "u-1"}), "acme/u-1"},
+		// Forged or foreign Cognito tokens choose no tenant: API Gateway checked the
+		// signature and the pool, not the client nor the kind of token.
+		{"cognito token of another app client", cognito(map[string]any{"token_use": "id", "aud": "client-self-service", "custom:tenant": "acme", "sub": "u-1"}), ""},
+		{"cognito access token", cognito(map[string]any{"token_use": "access", "client_id": "client-1", "custom:tenant": "acme", "sub": "u-1"}), ""},
+		{"cognito token without token_use", cognito(map[string]any{"aud": "client-1", "custom:tenant": "acme", "sub": "u-1"}), ""},
+		{"cognito token without aud", cognito(map[string]any{"token_use": "id", "custom:tenant": "acme", "sub": "u-1"}), ""},
+		{"cognito token without tenant", cognito(map[string]any{"token_use": "id", "aud": "client-1", "sub": "u-1"}), ""},
 		{"iam user arn", events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{AccountID: "111122223333", UserArn: "arn:aws:iam::111122223333:user/ci"}}, "111122223333/arn:aws:iam::111122223333:user/ci"},
 		{"iam caller", events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{AccountID: "111122223333", Caller: "AIDAEXAMPLE"}}, "111122223333/AIDAEXAMPLE"},
 		{"iam root", iam("arn:aws:iam::111122223333:root"), "111122223333/arn:aws:iam::111122223333:root"},
@@ -40,8 +47,9 @@ func TestScopeOf(t *testing.T) {
 		{"account without identity", events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{AccountID: "111122223333"}}, ""},
 		{"nothing", events.APIGatewayProxyRequestContext{}, ""},
 	}
+	callers := httpapi.Callers{CognitoClientIDs: []string{"client-1", "client-2"}}
 	for _, tc := range tests {
-		s, err := httpapi.ScopeOf(tc.rc)
+		s, err := callers.Scope(tc.rc)
 		got := ""
 		if err == nil {
 			got = s.Tenant + "/" + s.Principal
@@ -49,6 +57,53 @@ func TestScopeOf(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: %q (%v), want %q", tc.name, got, err, tc.want)
 		}
+	}
+}
+
+func cognito(claims map[string]any) events.APIGatewayProxyRequestContext {
+	return events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"claims": claims}}
+}
+
+// With no app client configured, no Cognito token is accepted at all.
+func TestCognitoNeedsConfiguredClients(t *testing.T) {
+	rc := cognito(map[string]any{"token_use": "id", "aud": "client-1", "custom:tenant": "acme", "sub": "u-1"})
+	if _, err := (httpapi.Callers{}).Scope(rc); err == nil {
+		t.Fatal("a Cognito token was accepted with no app client configured")
+	}
+}
+
+// Operators: the authorizer's role, the Cognito group in an accepted token only, and the IAM
+// identities the deployment lists (a role ARN covers every session of the role).
+func TestIsOperator(t *testing.T) {
+	callers := httpapi.Callers{CognitoClientIDs: []string{"client-1"},
+		OperatorPrincipals: []string{"arn:aws:iam::111122223333:role/ops/oncall", "arn:aws:iam::111122223333:user/breakglass"}}
+	group := map[string]any{"token_use": "id", "aud": "client-1", "custom:tenant": "acme", "sub": "u-1", "cognito:groups": "[longrun-operators]"}
+	foreign := map[string]any{"token_use": "id", "aud": "client-x", "custom:tenant": "acme", "sub": "u-1", "cognito:groups": "[longrun-operators]"}
+	tests := []struct {
+		name string
+		rc   events.APIGatewayProxyRequestContext
+		want bool
+	}{
+		{"authorizer role", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"tenant": "t", "principal": "p", "role": "operator"}}, true},
+		{"authorizer without role", events.APIGatewayProxyRequestContext{Authorizer: map[string]any{"tenant": "t", "principal": "p"}}, false},
+		{"cognito group", cognito(group), true},
+		{"cognito group in a foreign client's token", cognito(foreign), false},
+		{"a session of the operator role", iam("arn:aws:sts::111122223333:assumed-role/oncall/jane"), true},
+		{"another session of it", iam("arn:aws:sts::111122223333:assumed-role/oncall/i-0abc"), true},
+		{"the same role name in another account", events.APIGatewayProxyRequestContext{Identity: events.APIGatewayRequestIdentity{AccountID: "444455556666",
+			UserArn: "arn:aws:sts::444455556666:assumed-role/oncall/jane"}}, false},
+		{"another role", iam("arn:aws:sts::111122223333:assumed-role/exporter/jane"), false},
+		{"a listed IAM user", iam("arn:aws:iam::111122223333:user/breakglass"), true},
+		{"an IAM user not listed", iam("arn:aws:iam::111122223333:user/ci"), false},
+		{"nobody", events.APIGatewayProxyRequestContext{}, false},
+	}
+	for _, tc := range tests {
+		if got := callers.IsOperator(tc.rc); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if (httpapi.Callers{}).IsOperator(iam("arn:aws:sts::111122223333:assumed-role/oncall/jane")) {
+		t.Error("with no operator principals configured, an IAM caller is an operator")
 	}
 }
 

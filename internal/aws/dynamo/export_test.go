@@ -1,0 +1,6 @@
+package dynamo
+
+// CraftCursor builds a list cursor as a client could, for tests of cursors it tampered with.
+func CraftCursor(tenant, principal, filters, after string) string {
+	return encodeCursor(cursor{Scope: scopeKey(tenant, principal), Query: filters, After: after})
+}
