@@ -19,7 +19,7 @@ func main() {
 	gen := ids.New()
 	handler := &httpapi.Handler{
 		Admission: &admission.Service{Store: fn.Store, Registry: optype.Builtin(), Now: time.Now, NewID: gen.Operation,
-			Window: fn.Config.Window, Quota: fn.Config.Quota},
+			Window: fn.Config.Window, Quota: fn.Config.Quota, PrincipalQuota: fn.Config.PrincipalQuota},
 		Operations:   fn.Store,
 		Intents:      &intent.Service{Store: fn.Store, Now: time.Now},
 		Callers:      httpapi.Callers{CognitoClientIDs: fn.Config.CognitoClientIDs, OperatorPrincipals: fn.Config.OperatorPrincipals},

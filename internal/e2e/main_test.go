@@ -69,7 +69,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	opts := devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases, ReconcileEvery: 500 * time.Millisecond}
+	// Quotas above what the suite keeps active at once (its load test holds 700 of alice's).
+	opts := devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases, ReconcileEvery: 500 * time.Millisecond,
+		Quota: 5000, PrincipalQuota: 5000}
 	// By default the stack's DynamoDB refuses overlapping transactions as DynamoDB on AWS
 	// does (each holds its items 10–20 ms); LONGRUN_E2E_CONFLICTS=0 runs on plain DynamoDB
 	// Local, as `make e2e-plain` does.

@@ -24,6 +24,9 @@ type Config struct {
 	Table  string        // LONGRUN_TABLE
 	Window time.Duration // LONGRUN_IDEMPOTENCY_WINDOW, e.g. "24h"
 	Quota  int           // LONGRUN_QUOTA: active operations per tenant; 0 disables
+	// PrincipalQuota is LONGRUN_PRINCIPAL_QUOTA: active operations per caller within its
+	// tenant; 0 disables. Default admission.DefaultPrincipalQuota.
+	PrincipalQuota int
 	// StateMachines maps workflow names to state machine ARNs (LONGRUN_STATE_MACHINES, a
 	// JSON object); the dispatcher needs it.
 	StateMachines map[string]string
@@ -43,7 +46,8 @@ type Config struct {
 
 // FromEnv reads Config, applying the contract's defaults.
 func FromEnv() (Config, error) {
-	c := Config{Table: os.Getenv("LONGRUN_TABLE"), Window: admission.DefaultWindow, Quota: admission.DefaultQuota}
+	c := Config{Table: os.Getenv("LONGRUN_TABLE"), Window: admission.DefaultWindow, Quota: admission.DefaultQuota,
+		PrincipalQuota: admission.DefaultPrincipalQuota}
 	if c.Table == "" {
 		return c, fmt.Errorf("config: LONGRUN_TABLE is required")
 	}
@@ -54,12 +58,14 @@ func FromEnv() (Config, error) {
 		}
 		c.Window = d
 	}
-	if v := os.Getenv("LONGRUN_QUOTA"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return c, fmt.Errorf("config: LONGRUN_QUOTA=%q is not a non-negative integer", v)
+	for name, q := range map[string]*int{"LONGRUN_QUOTA": &c.Quota, "LONGRUN_PRINCIPAL_QUOTA": &c.PrincipalQuota} {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return c, fmt.Errorf("config: %s=%q is not a non-negative integer", name, v)
+			}
+			*q = n
 		}
-		c.Quota = n
 	}
 	if v := os.Getenv("LONGRUN_STATE_MACHINES"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.StateMachines); err != nil {

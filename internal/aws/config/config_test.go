@@ -12,7 +12,7 @@ func TestFromEnv(t *testing.T) {
 	}
 	t.Setenv("LONGRUN_TABLE", "t")
 	c, err := FromEnv()
-	if err != nil || c.Window != 24*time.Hour || c.Quota != 1000 {
+	if err != nil || c.Window != 24*time.Hour || c.Quota != 1000 || c.PrincipalQuota != 500 {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	t.Setenv("LONGRUN_IDEMPOTENCY_WINDOW", "2h")

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/longrun-dev/longrun/internal/core/admission"
+	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
 
@@ -182,11 +184,11 @@ func (s *Store) liveRecord(ctx context.Context, in admission.Intent, margin time
 	return &rec, nil
 }
 
-// Quota shards. A tenant's active-operation quota is spread over QuotaShards counters, each
-// with its own share of the limit (the shares add up to the limit exactly), so a tenant's
-// admissions do not all conflict on one item. An admission takes a slot on one shard; when
-// that shard is full it reads every shard in one BatchGetItem and moves to one with room,
-// and only when none has room is the tenant over quota.
+// Quota shards. A quota (a tenant's active operations, or one caller's within its tenant)
+// is spread over QuotaShards counters, each with its own share of the limit (the shares add
+// up to the limit exactly), so admissions do not all conflict on one item. An admission
+// takes a slot on one shard; when that shard is full it reads every shard in one
+// BatchGetItem and moves to one with room, and only when none has room is the quota full.
 
 func (s *Store) quotaShards() int {
 	if s.QuotaShards > 0 {
@@ -219,12 +221,94 @@ func (s *Store) pickShard(limit int, exclude map[int]bool) int {
 	return open[s.random(int64(len(open)))]
 }
 
-// fullShards reads every shard of a tenant's quota and returns those without room.
-func (s *Store) fullShards(ctx context.Context, tenant string, limit int) (map[int]bool, error) {
+// quotaSlot is one quota an admission takes a place in: the tenant's or the caller's.
+type quotaSlot struct {
+	who   string // "tenant" or "caller", for the 429's detail
+	limit int
+	pk    func(shard int) string
+	// recordShard is where the accepted fact records the shard, so the terminal fact frees
+	// the counter it took.
+	recordShard func(*operation.Admission) *int
+	shard       int
+	full        map[int]bool // shards last seen without room
+	item        int          // the quota item's position in the admission transaction
+}
+
+func (q *quotaSlot) exceeded() error {
+	return problem.New(problem.QuotaExceeded, "The %s has %d active operations, the most allowed.", q.who, q.limit).
+		WithRetryAfter(30 * time.Second)
+}
+
+// quotaSlots lists the quotas an admission must take a place in.
+func (s *Store) quotaSlots(in admission.Intent) []*quotaSlot {
+	var slots []*quotaSlot
+	tenant, principal := in.Scope.Tenant, in.Scope.Principal
+	if in.QuotaLimit > 0 {
+		slots = append(slots, &quotaSlot{who: "tenant", limit: in.QuotaLimit, full: map[int]bool{},
+			pk:          func(i int) string { return quotaPK(tenant, i) },
+			recordShard: func(a *operation.Admission) *int { return &a.QuotaShard }})
+	}
+	if in.PrincipalQuotaLimit > 0 {
+		slots = append(slots, &quotaSlot{who: "caller", limit: in.PrincipalQuotaLimit, full: map[int]bool{},
+			pk:          func(i int) string { return principalQuotaPK(tenant, principal, i) },
+			recordShard: func(a *operation.Admission) *int { return &a.PrincipalQuotaShard }})
+	}
+	return slots
+}
+
+// moveFullSlots moves every slot whose counter was found full to a counter with room (read
+// in one BatchGetItem). It reports whether one moved, and 429 when a quota has no room left.
+func (s *Store) moveFullSlots(ctx context.Context, slots []*quotaSlot, reasons []types.CancellationReason) (bool, error) {
+	moved := false
+	for _, q := range slots {
+		if !reasonIs(reasons, q.item, "ConditionalCheckFailed") {
+			continue
+		}
+		full, err := s.fullShards(ctx, q.pk, q.limit)
+		if err != nil {
+			return false, err
+		}
+		q.full = full
+		q.full[q.shard] = true
+		if q.shard = s.pickShard(q.limit, q.full); q.shard < 0 {
+			return false, q.exceeded()
+		}
+		moved = true
+	}
+	return moved, nil
+}
+
+// moveBusySlots moves every slot whose counter another transaction held. Near the limit
+// every admission converges on the few counters with room, and even a transaction that will
+// fail holds its counter, so the counts are learnt by a read (which holds nothing) and the
+// slot moves to another counter with room; none at all means the quota is full.
+func (s *Store) moveBusySlots(ctx context.Context, slots []*quotaSlot, reasons []types.CancellationReason) error {
+	for _, q := range slots {
+		if !reasonIs(reasons, q.item, "TransactionConflict") {
+			continue
+		}
+		full, err := s.fullShards(ctx, q.pk, q.limit)
+		if err != nil {
+			return err
+		}
+		q.full = full
+		busy := maps.Clone(full)
+		busy[q.shard] = true
+		if next := s.pickShard(q.limit, busy); next >= 0 {
+			q.shard = next
+		} else if full[q.shard] {
+			return q.exceeded()
+		}
+	}
+	return nil
+}
+
+// fullShards reads every counter of a quota (pk names them) and returns those without room.
+func (s *Store) fullShards(ctx context.Context, pk func(shard int) string, limit int) (map[int]bool, error) {
 	n := s.quotaShards()
 	keys := make([]map[string]types.AttributeValue, n)
 	for i := range n {
-		keys[i] = map[string]types.AttributeValue{attrPK: str(quotaPK(tenant, i)), attrSK: str(skQuota)}
+		keys[i] = map[string]types.AttributeValue{attrPK: str(pk(i)), attrSK: str(skQuota)}
 	}
 	counts := make(map[string]int, n)
 	req := map[string]types.KeysAndAttributes{s.Table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
@@ -235,10 +319,10 @@ func (s *Store) fullShards(ctx context.Context, tenant string, limit int) (map[i
 			return nil, classify(err)
 		}
 		for _, item := range out.Responses[s.Table] {
-			pk, _ := item[attrPK].(*types.AttributeValueMemberS)
+			key, _ := item[attrPK].(*types.AttributeValueMemberS)
 			active, _ := item["active"].(*types.AttributeValueMemberN)
-			if pk != nil && active != nil {
-				counts[pk.Value], _ = strconv.Atoi(active.Value)
+			if key != nil && active != nil {
+				counts[key.Value], _ = strconv.Atoi(active.Value)
 			}
 		}
 		req = out.UnprocessedKeys
@@ -248,7 +332,7 @@ func (s *Store) fullShards(ctx context.Context, tenant string, limit int) (map[i
 	}
 	full := map[int]bool{}
 	for i := range n {
-		if counts[quotaPK(tenant, i)] >= quotaShare(limit, n, i) {
+		if counts[pk(i)] >= quotaShare(limit, n, i) {
 			full[i] = true
 		}
 	}

@@ -215,3 +215,40 @@ func TestAppendRaceUnderConflicts(t *testing.T) {
 		t.Fatalf("%d writers won", wins)
 	}
 }
+
+// One caller cannot take its whole tenant's quota (issue #12): with a caller quota of 3,
+// alice's fourth active operation is over quota while bob, of the same tenant, still admits;
+// alice's first ending frees her place.
+func TestCallerQuotaBesideTheTenantQuota(t *testing.T) {
+	store, _, _ := newStore(t)
+	ctx := context.Background()
+	as := func(principal, id string) admission.Intent {
+		in := intent(id, "k-"+id, "demo:"+id)
+		in.Scope.Principal, in.First.Admission.Principal = principal, principal
+		in.QuotaLimit, in.PrincipalQuotaLimit = 100, 3
+		in.First.Admission.QuotaReserved, in.First.Admission.PrincipalQuotaReserved = true, true
+		return in
+	}
+	for i := range 3 {
+		if _, err := store.Admit(ctx, as("alice", fmt.Sprintf("op_a%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := store.Admit(ctx, as("alice", "op_a3"))
+	if pe := problem.As(err); pe.Code != problem.QuotaExceeded || pe.RetryAfter <= 0 {
+		t.Fatalf("alice's fourth: %v", err)
+	}
+	if _, err := store.Admit(ctx, as("bob", "op_b0")); err != nil {
+		t.Fatalf("bob, same tenant: %v", err)
+	}
+	op, err := store.Load(ctx, "op_a0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(ctx, op, operation.Fact{Kind: operation.KindCanceled, At: now, Source: operation.SourceClient}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Admit(ctx, as("alice", "op_a4")); err != nil {
+		t.Fatalf("alice after one of hers ended: %v", err)
+	}
+}

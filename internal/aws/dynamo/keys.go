@@ -47,6 +47,11 @@ func lockPK(tenant, principal, typ, target string) string {
 // spread over partitions as well as over items.
 func quotaPK(tenant string, shard int) string { return "QUOTA#" + digest(tenant, strconv.Itoa(shard)) }
 
+// principalQuotaPK is one of a caller's quota counters within its tenant.
+func principalQuotaPK(tenant, principal string, shard int) string {
+	return "PQUOTA#" + digest(tenant, principal, strconv.Itoa(shard))
+}
+
 func scopeKey(tenant, principal string) string { return "SCOPE#" + digest(tenant, principal) }
 
 func operationPK(id string) string { return "OP#" + id }

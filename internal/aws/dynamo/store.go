@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"time"
 
@@ -65,24 +64,24 @@ const (
 	admitFact
 	admitMeta
 	admitLock
-	admitQuota
+	admitQuota // the first quota item; the caller's quota, when on, follows the tenant's
 )
 
 // Admit writes the idempotency record, the accepted fact, the projection, the target lock
-// and a quota slot in one TransactWriteItems. A live record for the key comes back from the
-// failed condition itself (ALL_OLD), or sooner from the consistent read issued beside the
-// transaction (ReplayRead), so a replay costs one round trip too. Conflicts with other
-// admissions are settled as contention.go describes.
+// and a slot in each quota (the tenant's, the caller's) in one TransactWriteItems. A live
+// record for the key comes back from the failed condition itself (ALL_OLD), or sooner from
+// the consistent read issued beside the transaction (ReplayRead), so a replay costs one
+// round trip too. Conflicts with other admissions are settled as contention.go describes.
 func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Record, error) {
-	shard, full := -1, map[int]bool{}
-	if in.QuotaLimit > 0 {
-		if shard = s.pickShard(in.QuotaLimit, full); shard < 0 {
-			return nil, quotaExceeded(in.QuotaLimit)
+	slots := s.quotaSlots(in)
+	for _, q := range slots {
+		if q.shard = s.pickShard(q.limit, q.full); q.shard < 0 {
+			return nil, q.exceeded()
 		}
 	}
 	r := s.retrier()
 	for attempt := 0; ; attempt++ {
-		items, err := s.admitItems(in, shard)
+		items, err := s.admitItems(in, slots)
 		if err != nil {
 			return nil, err
 		}
@@ -126,44 +125,24 @@ func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Reco
 				holder = v.Value
 			}
 			return nil, problem.New(problem.TargetBusy, "Another active operation holds target %q.", in.First.Admission.Target).WithOperation(holder)
-		case reasonIs(reasons, admitQuota, "ConditionalCheckFailed"):
-			// This shard is full; move to one with room, without waiting.
-			if full, err = s.fullShards(ctx, in.Scope.Tenant, in.QuotaLimit); err != nil {
+		}
+		moved, err := s.moveFullSlots(ctx, slots, reasons)
+		if err != nil || moved {
+			if err != nil {
 				return nil, err
 			}
-			full[shard] = true
-			if shard = s.pickShard(in.QuotaLimit, full); shard < 0 {
-				return nil, quotaExceeded(in.QuotaLimit)
-			}
-			continue
-		case !contended(reasons):
+			continue // a counter was full: another has room, try it at once
+		}
+		if !contended(reasons) {
 			return nil, problem.Wrap(problem.Internal, fmt.Errorf("admission cancelled: %s", reasonCodes(reasons)), "An internal error occurred.")
 		}
-		if reasonIs(reasons, admitQuota, "TransactionConflict") {
-			// A busy counter. Near the limit every admission converges on the few counters
-			// with room, and even a transaction that will fail holds its counter, so learn
-			// the counts by a read (which holds nothing) and move to another counter with
-			// room; none at all means the tenant is over quota.
-			if full, err = s.fullShards(ctx, in.Scope.Tenant, in.QuotaLimit); err != nil {
-				return nil, err
-			}
-			busy := maps.Clone(full)
-			busy[shard] = true
-			if next := s.pickShard(in.QuotaLimit, busy); next >= 0 {
-				shard = next
-			} else if full[shard] {
-				return nil, quotaExceeded(in.QuotaLimit)
-			}
+		if err := s.moveBusySlots(ctx, slots, reasons); err != nil {
+			return nil, err
 		}
 		if !r.wait(ctx) {
 			return nil, errBusy(fmt.Errorf("admission conflicts outlasted the budget: %s", reasonCodes(reasons)))
 		}
 	}
-}
-
-func quotaExceeded(limit int) error {
-	return problem.New(problem.QuotaExceeded, "The tenant has %d active operations, the most allowed.", limit).
-		WithRetryAfter(30 * time.Second)
 }
 
 // admitBesideRead runs the admission transaction with a consistent read of the key's record
@@ -207,12 +186,12 @@ func (s *Store) admitBesideRead(ctx context.Context, in admission.Intent, items 
 	}
 }
 
-// admitItems builds the admission transaction with the quota slot on shard (-1: no quota).
-func (s *Store) admitItems(in admission.Intent, shard int) ([]types.TransactWriteItem, error) {
+// admitItems builds the admission transaction, with one quota item per slot.
+func (s *Store) admitItems(in admission.Intent, slots []*quotaSlot) ([]types.TransactWriteItem, error) {
 	first := in.First
 	adm := *first.Admission
-	if shard >= 0 {
-		adm.QuotaShard = shard
+	for _, q := range slots {
+		*q.recordShard(&adm) = q.shard
 	}
 	first.Admission = &adm
 	id := in.Record.OperationID
@@ -260,15 +239,15 @@ func (s *Store) admitItems(in admission.Intent, shard int) ([]types.TransactWrit
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 	}
-	if shard >= 0 {
-		n := s.quotaShards()
+	for i, q := range slots {
+		q.item = admitQuota + i
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:           &s.Table,
-			Key:                 map[string]types.AttributeValue{attrPK: str(quotaPK(adm.Tenant, shard)), attrSK: str(skQuota)},
+			Key:                 map[string]types.AttributeValue{attrPK: str(q.pk(q.shard)), attrSK: str(skQuota)},
 			UpdateExpression:    aws.String("ADD active :one"),
 			ConditionExpression: aws.String("attribute_not_exists(active) OR active < :share"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":one": num(1), ":share": num(int64(quotaShare(in.QuotaLimit, n, shard))),
+				":one": num(1), ":share": num(int64(quotaShare(q.limit, s.quotaShards(), q.shard))),
 			},
 		}})
 	}
@@ -371,13 +350,19 @@ func (s *Store) release(op operation.Operation) []types.TransactWriteItem {
 		ConditionExpression:       aws.String("attribute_not_exists(pk) OR operation_id = :id"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(op.ID)},
 	}}}
-	if op.QuotaReserved {
+	free := func(pk string) {
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 &s.Table,
-			Key:                       map[string]types.AttributeValue{attrPK: str(quotaPK(op.Tenant, op.QuotaShard)), attrSK: str(skQuota)},
+			Key:                       map[string]types.AttributeValue{attrPK: str(pk), attrSK: str(skQuota)},
 			UpdateExpression:          aws.String("ADD active :minus"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": num(-1)},
 		}})
+	}
+	if op.QuotaReserved {
+		free(quotaPK(op.Tenant, op.QuotaShard))
+	}
+	if op.PrincipalQuotaReserved {
+		free(principalQuotaPK(op.Tenant, op.Principal, op.PrincipalQuotaShard))
 	}
 	return items
 }

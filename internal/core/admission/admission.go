@@ -30,6 +30,9 @@ const (
 	DefaultWindow = 24 * time.Hour
 	// DefaultQuota is the default number of active operations per tenant.
 	DefaultQuota = 1000
+	// DefaultPrincipalQuota is the default number of active operations per caller: half the
+	// tenant's, so one caller (one IAM role of an account, say) cannot block the others.
+	DefaultPrincipalQuota = DefaultQuota / 2
 	// Route is the route template admission serves; it is part of the fingerprint.
 	Route = "/v1/operations"
 )
@@ -72,7 +75,10 @@ type Intent struct {
 	Now        time.Time
 	Record     Record
 	First      operation.Fact // the accepted fact, version 1
-	QuotaLimit int            // 0 disables the quota
+	QuotaLimit int            // active operations per tenant; 0 disables the quota
+	// PrincipalQuotaLimit bounds one caller's active operations within its tenant, so that
+	// one caller cannot take the whole tenant's quota; 0 disables it.
+	PrincipalQuotaLimit int
 }
 
 // Store commits an Intent atomically. When the idempotency record already exists and has
@@ -96,6 +102,8 @@ type Service struct {
 	NewID    func() string
 	Window   time.Duration
 	Quota    int
+	// PrincipalQuota is the per-caller quota (0: none).
+	PrincipalQuota int
 }
 
 // Accepted is the 202 body (api/openapi.yaml, schema Accepted), field order as there.
@@ -151,11 +159,11 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 	}
 	rec := Record{Fingerprint: fp, OperationID: id, Status: http.StatusAccepted, Location: location, Body: first,
 		ExpiresAt: now.Add(s.window())}
-	in := Intent{Scope: req.Scope, Key: req.Key, Now: now, Record: rec, QuotaLimit: s.Quota,
+	in := Intent{Scope: req.Scope, Key: req.Key, Now: now, Record: rec, QuotaLimit: s.Quota, PrincipalQuotaLimit: s.PrincipalQuota,
 		First: operation.Fact{Version: 1, Kind: operation.KindAccepted, At: now, Source: operation.SourceAdmission,
 			Actor: req.Scope.Principal, Admission: &operation.Admission{Type: typ.Name, TypeVersion: typ.Version,
 				Target: target, Tenant: req.Scope.Tenant, Principal: req.Scope.Principal, Input: input,
-				QuotaReserved: s.Quota > 0}}}
+				QuotaReserved: s.Quota > 0, PrincipalQuotaReserved: s.PrincipalQuota > 0}}}
 
 	existing, err := s.Store.Admit(ctx, in)
 	switch {

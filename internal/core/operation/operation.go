@@ -81,6 +81,9 @@ type Admission struct {
 	// QuotaShard is which of the tenant's quota counters holds that slot: the store spreads
 	// a tenant's admissions over several counters so that they do not all conflict on one.
 	QuotaShard int `json:"quotaShard,omitempty"`
+	// PrincipalQuotaReserved and PrincipalQuotaShard are the same for the caller's own quota.
+	PrincipalQuotaReserved bool `json:"principalQuotaReserved,omitempty"`
+	PrincipalQuotaShard    int  `json:"principalQuotaShard,omitempty"`
 }
 
 // Problem is a typed problem attached to a failed or outcome_unknown operation.
@@ -224,6 +227,7 @@ type Operation struct {
 	UpdatedAt       time.Time
 	ObservedAt      time.Time // zero until an executor has reported
 	CancelRequested bool
+	Started         bool // a started fact exists: a step may have begun
 	Result          json.RawMessage
 	Problem         *Problem
 	Execution       string // internal executor reference; never public
@@ -263,6 +267,8 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 		o.CreatedAt = f.At
 	case KindDispatched:
 		o.Execution = f.Execution
+	case KindStarted:
+		o.Started = true
 	case KindCancelRequested:
 		o.CancelRequested = true
 	case KindSucceeded:

@@ -66,6 +66,7 @@ type Options struct {
 	// themselves (crash tests) or prove what happens without it.
 	NoStreamConsumers bool
 	Quota             int           // LONGRUN_QUOTA for the functions; 0 means the default
+	PrincipalQuota    int           // LONGRUN_PRINCIPAL_QUOTA; 0 means the default
 	Output            io.Writer     // function and emulator logs; default io.Discard
 	Log               *slog.Logger  // the stack's own log; default discards
 	Window            time.Duration // LONGRUN_IDEMPOTENCY_WINDOW; 0 means the default
@@ -420,6 +421,9 @@ func (s *Stack) functionEnv(opts Options) []string {
 	if l := opts.Leases; l != nil {
 		env = append(env, "LONGRUN_LEASE_DISPATCH="+l.Dispatch.String(), "LONGRUN_LEASE_CHECK="+l.Check.String(),
 			"LONGRUN_LEASE_CANCEL="+l.Cancel.String(), "LONGRUN_LEASE_DEADLINE="+l.Deadline.String())
+	}
+	if opts.PrincipalQuota > 0 {
+		env = append(env, fmt.Sprintf("LONGRUN_PRINCIPAL_QUOTA=%d", opts.PrincipalQuota))
 	}
 	if opts.Quota > 0 {
 		env = append(env, fmt.Sprintf("LONGRUN_QUOTA=%d", opts.Quota))
