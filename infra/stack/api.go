@@ -11,8 +11,9 @@ import (
 )
 
 // newAPI is the REST API: every method authorized (IAM by default, a Cognito user pool when
-// configured), proxied to the api function, with API Gateway's own errors rewritten as the
-// contract's problem+json and the stage throttled.
+// configured), proxied to the api function, which sees every path and method (its routing
+// answers 404 and 405), with API Gateway's own errors rewritten as the contract's
+// problem+json and the stage throttled.
 func newAPI(stack awscdk.Stack, props *Props, fn awslambda.Function, name func(string) *string) awsapigateway.RestApi {
 	rate, burst := props.ThrottleRate, props.ThrottleBurst
 	if rate == 0 {
@@ -48,13 +49,35 @@ func newAPI(stack awscdk.Stack, props *Props, fn awslambda.Function, name func(s
 	withKey.RequestValidator = validator
 	withKey.RequestParameters = &map[string]*bool{"method.request.header.Idempotency-Key": jsii.Bool(true)}
 
-	ops := api.Root().AddResource(jsii.String("v1"), nil).AddResource(jsii.String("operations"), nil)
+	// The contract's methods.
+	root := api.Root()
+	v1 := root.AddResource(jsii.String("v1"), nil)
+	ops := v1.AddResource(jsii.String("operations"), nil)
 	ops.AddMethod(jsii.String("POST"), integration, &withKey)
 	ops.AddMethod(jsii.String("GET"), integration, method)
 	one := ops.AddResource(jsii.String("{operationId}"), nil)
 	one.AddMethod(jsii.String("GET"), integration, method)
-	one.AddResource(jsii.String("cancel"), nil).AddMethod(jsii.String("POST"), integration, method)
-	one.AddResource(jsii.String("resolve"), nil).AddMethod(jsii.String("POST"), integration, method)
+	cancel := one.AddResource(jsii.String("cancel"), nil)
+	cancel.AddMethod(jsii.String("POST"), integration, method)
+	resolve := one.AddResource(jsii.String("resolve"), nil)
+	resolve.AddMethod(jsii.String("POST"), integration, method)
+
+	// Everything else reaches the function too, so the answers are the contract's: 405 with
+	// Allow for a method a path lacks, 404 for a path the API lacks (docs/idempotency.md).
+	// Every resource has ANY, authorized like the methods beside it and without the
+	// validator: an explicit method wins over ANY, so only POST /v1/operations needs the key
+	// (a DELETE there is the function's 405, not a 400). Every resource without a
+	// path-variable child gets a greedy {proxy+} child with ANY, so a path resolves to a
+	// method segment by segment, whether or not API Gateway would fall back to a greedy
+	// resource higher up (/v1/operations needs none: {operationId} takes any next segment,
+	// and a resource has at most one variable child). Authorization comes before the
+	// integration: an anonymous caller still gets API Gateway's 401, on any path.
+	for _, r := range []awsapigateway.IResource{root, v1, ops, one, cancel, resolve} {
+		r.AddMethod(jsii.String("ANY"), integration, method)
+	}
+	for _, r := range []awsapigateway.IResource{root, v1, one, cancel, resolve} {
+		r.AddResource(jsii.String("{proxy+}"), nil).AddMethod(jsii.String("ANY"), integration, method)
+	}
 
 	for _, r := range []struct {
 		typ          awsapigateway.ResponseType

@@ -157,32 +157,6 @@ func TestStreamMappingsMatchTheLocalPollers(t *testing.T) {
 	}
 }
 
-func TestEveryMethodIsAuthorized(t *testing.T) {
-	for _, tc := range []struct {
-		props stack.Props
-		auth  string
-	}{
-		{stack.Props{Stage: "dev"}, "AWS_IAM"},
-		{stack.Props{Stage: "dev", CognitoUserPoolArn: "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_example"}, "COGNITO_USER_POOLS"},
-	} {
-		methods := synthesize(t, tc.props).of("AWS::ApiGateway::Method")
-		if len(methods) != 5 {
-			t.Fatalf("%d methods, want the contract's 5", len(methods))
-		}
-		for id, m := range methods {
-			if m.Properties["AuthorizationType"] != tc.auth {
-				t.Errorf("%s: authorization %v, want %s", id, m.Properties["AuthorizationType"], tc.auth)
-			}
-			if m.Properties["HttpMethod"] == "POST" && m.Properties["RequestParameters"] != nil {
-				params := m.Properties["RequestParameters"].(map[string]any)
-				if params["method.request.header.Idempotency-Key"] != true || m.Properties["RequestValidatorId"] == nil {
-					t.Errorf("%s: admission must require Idempotency-Key: %v", id, params)
-				}
-			}
-		}
-	}
-}
-
 // dataActions are the actions that touch data; none may apply to every resource.
 var dataPrefixes = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 	"dynamodb:Query", "dynamodb:Scan", "dynamodb:Batch", "sqs:SendMessage", "sqs:ReceiveMessage", "states:", "events:PutEvents", "lambda:InvokeFunction"}

@@ -1,0 +1,371 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/longrun-dev/longrun/infra/stack"
+)
+
+// The contract's methods (api/openapi.yaml); every other method and path is the function's
+// to answer, with 405 or 404.
+var contractMethods = []string{
+	"POST /v1/operations",
+	"GET /v1/operations",
+	"GET /v1/operations/{operationId}",
+	"POST /v1/operations/{operationId}/cancel",
+	"POST /v1/operations/{operationId}/resolve",
+}
+
+// authorizations are the two ways a stage authorizes its callers.
+var authorizations = []struct {
+	props stack.Props
+	auth  string
+}{
+	{stack.Props{Stage: "dev"}, "AWS_IAM"},
+	{stack.Props{Stage: "dev", CognitoUserPoolArn: "arn:aws:cognito-idp:us-east-1:123456789012:userpool/us-east-1_example"}, "COGNITO_USER_POOLS"},
+}
+
+// apiMethod is one AWS::ApiGateway::Method, with its resource's path.
+type apiMethod struct {
+	id, verb, path string
+	props          map[string]any
+}
+
+func (m apiMethod) route() string { return m.verb + " " + m.path }
+
+// restAPI is the REST API's resource tree as the template has it.
+type restAPI struct {
+	methods  []apiMethod
+	children map[string][]string // a resource's path → its children's path parts
+}
+
+// api reads the REST API's resources ("/" is the root) and methods from the template.
+func (tpl *template) api(t *testing.T) restAPI {
+	t.Helper()
+	resources := tpl.of("AWS::ApiGateway::Resource")
+	paths := map[string]string{}
+	var pathOf func(ref any) string
+	pathOf = func(ref any) string {
+		m, _ := ref.(map[string]any)
+		if att, ok := m["Fn::GetAtt"].([]any); ok && len(att) == 2 && att[1] == "RootResourceId" {
+			return "/"
+		}
+		id, _ := m["Ref"].(string)
+		r, ok := resources[id]
+		if !ok {
+			t.Fatalf("no resource %v", ref)
+		}
+		if p, ok := paths[id]; ok {
+			return p
+		}
+		p := strings.TrimSuffix(pathOf(r.Properties["ParentId"]), "/") + "/" + r.Properties["PathPart"].(string)
+		paths[id] = p
+		return p
+	}
+	api := restAPI{children: map[string][]string{"/": nil}}
+	for id, r := range resources {
+		p := pathOf(map[string]any{"Ref": id})
+		parent := p[:strings.LastIndex(p, "/")]
+		if parent == "" {
+			parent = "/"
+		}
+		api.children[parent] = append(api.children[parent], r.Properties["PathPart"].(string))
+		if _, ok := api.children[p]; !ok {
+			api.children[p] = nil
+		}
+	}
+	for id, m := range tpl.of("AWS::ApiGateway::Method") {
+		api.methods = append(api.methods, apiMethod{id, m.Properties["HttpMethod"].(string), pathOf(m.Properties["ResourceId"]), m.Properties})
+	}
+	sort.Slice(api.methods, func(i, j int) bool { return api.methods[i].route() < api.methods[j].route() })
+	return api
+}
+
+// resolve descends the resource tree for a request path as API Gateway routes it: a
+// segment takes the static child of that name, else the path-variable child; a greedy
+// {name+} takes the rest. It returns the resource's path, or "" when none matches.
+func (a restAPI) resolve(path string) string {
+	at := "/"
+	segments := strings.Split(strings.Trim(path, "/"), "/")
+	if path == "/" {
+		segments = nil
+	}
+	for i := 0; i < len(segments); i++ {
+		next := ""
+		for _, c := range a.children[at] {
+			if c == segments[i] {
+				next = c
+				break
+			}
+			if strings.HasPrefix(c, "{") {
+				next = c
+			}
+		}
+		if next == "" {
+			return ""
+		}
+		at = strings.TrimSuffix(at, "/") + "/" + next
+		if strings.HasSuffix(next, "+}") {
+			break
+		}
+	}
+	return at
+}
+
+func (a restAPI) has(route string) bool {
+	for _, m := range a.methods {
+		if m.route() == route {
+			return true
+		}
+	}
+	return false
+}
+
+// No method is open: the contract's methods, the ANY beside them and the greedy catch-alls
+// all authorize the caller the stage's one way, and the API has no other methods.
+func TestEveryMethodIsAuthorized(t *testing.T) {
+	for _, tc := range authorizations {
+		tpl := synthesize(t, tc.props)
+		api := tpl.api(t)
+		var authorizer any
+		for id := range tpl.of("AWS::ApiGateway::Authorizer") {
+			if authorizer != nil {
+				t.Fatalf("%s: more than one authorizer", tc.auth)
+			}
+			authorizer = map[string]any{"Ref": id}
+		}
+		if (authorizer != nil) != (tc.auth == "COGNITO_USER_POOLS") {
+			t.Fatalf("%s: authorizer %v", tc.auth, authorizer)
+		}
+		for _, m := range api.methods {
+			if m.props["AuthorizationType"] != tc.auth || !reflect.DeepEqual(m.props["AuthorizerId"], authorizer) {
+				t.Errorf("%s: authorization %v by %v, want %s by %v", m.route(), m.props["AuthorizationType"], m.props["AuthorizerId"], tc.auth, authorizer)
+			}
+		}
+		// What was checked is every method there is: the contract's and ANY on every resource.
+		want := append([]string(nil), contractMethods...)
+		for p := range api.children {
+			want = append(want, "ANY "+p)
+		}
+		var got []string
+		for _, m := range api.methods {
+			got = append(got, m.route())
+		}
+		sort.Strings(want)
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: methods\n%s\nwant\n%s", tc.auth, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// Every resource forwards the methods it does not define to the function (its 405 with
+// Allow), with the same authorization and the same Lambda proxy integration as the
+// contract's methods, and without the admission's validator.
+func TestEveryResourceForwardsAnyMethod(t *testing.T) {
+	for _, tc := range authorizations {
+		api := synthesize(t, tc.props).api(t)
+		var reference *apiMethod
+		for i, m := range api.methods {
+			if m.route() == contractMethods[0] {
+				reference = &api.methods[i]
+			}
+		}
+		if reference == nil {
+			t.Fatalf("%s: no %s", tc.auth, contractMethods[0])
+		}
+		if integration, _ := reference.props["Integration"].(map[string]any); integration["Type"] != "AWS_PROXY" {
+			t.Fatalf("%s: %s is not a Lambda proxy integration: %v", tc.auth, reference.route(), integration)
+		}
+		for p := range api.children {
+			var anyMethod *apiMethod
+			for i, m := range api.methods {
+				if m.route() == "ANY "+p {
+					anyMethod = &api.methods[i]
+				}
+			}
+			if anyMethod == nil {
+				t.Errorf("%s: %s has no ANY method", tc.auth, p)
+				continue
+			}
+			for _, m := range api.methods {
+				if m.path != p && m.id != reference.id {
+					continue
+				}
+				for _, key := range []string{"AuthorizationType", "AuthorizerId", "Integration"} {
+					if !reflect.DeepEqual(anyMethod.props[key], m.props[key]) {
+						t.Errorf("%s: ANY %s %s %v, %s has %v", tc.auth, p, key, anyMethod.props[key], m.route(), m.props[key])
+					}
+				}
+			}
+			if anyMethod.props["RequestValidatorId"] != nil || anyMethod.props["RequestParameters"] != nil {
+				t.Errorf("%s: ANY %s validates the request: %v %v", tc.auth, p, anyMethod.props["RequestValidatorId"], anyMethod.props["RequestParameters"])
+			}
+		}
+	}
+}
+
+// A path the API does not have reaches the function (its 404), whatever its depth: every
+// resource has a path-variable child, a greedy {proxy+} wherever no other variable takes the
+// next segment, so a request path resolves to a resource segment by segment, and that
+// resource has ANY. (API Gateway authorizes before it integrates: an anonymous caller still
+// gets its 401.)
+func TestUnknownPathsReachTheFunction(t *testing.T) {
+	api := dev(t).api(t)
+	var proxies []string
+	for p, children := range api.children {
+		if strings.HasSuffix(p, "+}") {
+			if len(children) != 0 {
+				t.Errorf("%s has children %v", p, children)
+			}
+			proxies = append(proxies, p)
+			continue
+		}
+		variables := 0
+		for _, c := range children {
+			if strings.HasPrefix(c, "{") {
+				variables++
+			}
+		}
+		if variables != 1 {
+			t.Errorf("%s: %d path-variable children in %v, want 1 (a {proxy+} unless another variable takes the next segment)", p, variables, children)
+		}
+	}
+	sort.Strings(proxies)
+	if want := []string{"/v1/operations/{operationId}/cancel/{proxy+}", "/v1/operations/{operationId}/resolve/{proxy+}",
+		"/v1/operations/{operationId}/{proxy+}", "/v1/{proxy+}", "/{proxy+}"}; !reflect.DeepEqual(proxies, want) {
+		t.Errorf("greedy resources %v, want %v", proxies, want)
+	}
+	for path, want := range map[string]string{
+		"/":                               "/",
+		"/nothing":                        "/{proxy+}",
+		"/v2/operations":                  "/{proxy+}",
+		"/v1":                             "/v1",
+		"/v1/nothing/deeper":              "/v1/{proxy+}",
+		"/v1/operations":                  "/v1/operations",
+		"/v1/operations/op_1":             "/v1/operations/{operationId}",
+		"/v1/operations/op_1/nothing":     "/v1/operations/{operationId}/{proxy+}",
+		"/v1/operations/op_1/cancel":      "/v1/operations/{operationId}/cancel",
+		"/v1/operations/op_1/cancel/x":    "/v1/operations/{operationId}/cancel/{proxy+}",
+		"/v1/operations/op_1/resolve/":    "/v1/operations/{operationId}/resolve",
+		"/v1/operations/op_1/resolve/a/b": "/v1/operations/{operationId}/resolve/{proxy+}",
+	} {
+		got := api.resolve(path)
+		if got != want || !api.has("ANY "+got) {
+			t.Errorf("%s resolves to %q (ANY: %v), want %q with ANY", path, got, api.has("ANY "+got), want)
+		}
+	}
+}
+
+// Admission is the one method API Gateway checks itself: POST /v1/operations requires
+// Idempotency-Key. The explicit POST wins over ANY on its resource; nothing else requires
+// the header, so a DELETE there is the function's 405, not a 400.
+func TestAdmissionRequiresIdempotencyKey(t *testing.T) {
+	for _, tc := range authorizations {
+		tpl := synthesize(t, tc.props)
+		validators := tpl.of("AWS::ApiGateway::RequestValidator")
+		for _, m := range tpl.api(t).methods {
+			params, _ := m.props["RequestParameters"].(map[string]any)
+			ref, _ := m.props["RequestValidatorId"].(map[string]any)
+			if m.route() != "POST /v1/operations" {
+				if params != nil || ref != nil {
+					t.Errorf("%s: %s validates %v with %v", tc.auth, m.route(), params, ref)
+				}
+				continue
+			}
+			validator, ok := validators[fmt.Sprint(ref["Ref"])]
+			if !reflect.DeepEqual(params, map[string]any{"method.request.header.Idempotency-Key": true}) ||
+				!ok || validator.Properties["ValidateRequestParameters"] != true {
+				t.Errorf("%s: admission must require Idempotency-Key: %v, validator %v", tc.auth, params, validator.Properties)
+			}
+		}
+	}
+}
+
+// The api function may be invoked by this REST API only, one permission per method for
+// the stage and one for the console's test invocations, each for that method and path
+// alone, and its resource policy stays under Lambda's 20 KB limit.
+func TestAPIInvokePermissionsAreScoped(t *testing.T) {
+	tpl := dev(t)
+	fn := tpl.functionID(t, "api")
+	var restAPI, stage string
+	for id := range tpl.of("AWS::ApiGateway::RestApi") {
+		restAPI = id
+	}
+	for id := range tpl.of("AWS::ApiGateway::Stage") {
+		stage = id
+	}
+	want := map[string]bool{}
+	for _, m := range tpl.api(t).methods {
+		verb := m.verb
+		if verb == "ANY" {
+			verb = "*"
+		}
+		path := m.path
+		for strings.Contains(path, "{") {
+			path = path[:strings.Index(path, "{")] + "*" + path[strings.Index(path, "}")+1:]
+		}
+		for _, s := range []string{"${" + stage + "}", "test-invoke-stage"} {
+			want["arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${"+restAPI+"}/"+s+"/"+verb+path] = true
+		}
+	}
+	got := map[string]bool{}
+	size := len(`{"Version":"2012-10-17","Id":"default","Statement":[]}`)
+	for id, p := range tpl.of("AWS::Lambda::Permission") {
+		target, _ := p.Properties["FunctionName"].(map[string]any)
+		if !reflect.DeepEqual(target["Fn::GetAtt"], []any{fn, "Arn"}) {
+			continue
+		}
+		source := render(p.Properties["SourceArn"])
+		if p.Properties["Principal"] != "apigateway.amazonaws.com" || p.Properties["Action"] != "lambda:InvokeFunction" || !want[source] || got[source] {
+			t.Errorf("%s: %s may %s from %s", id, p.Properties["Principal"], p.Properties["Action"], source)
+		}
+		got[source] = true
+		// The statement Lambda keeps, with the longest values the tokens can take (a Sid is
+		// at most 100 characters).
+		long := strings.NewReplacer("${AWS::Partition}", "aws-us-gov", "${AWS::Region}", "ap-southeast-99",
+			"${AWS::AccountId}", "123456789012", "${"+restAPI+"}", "abcdefghij", "${"+stage+"}", "dev").Replace(source)
+		statement, _ := json.Marshal(map[string]any{"Sid": strings.Repeat("x", 100), "Effect": "Allow",
+			"Principal": map[string]string{"Service": "apigateway.amazonaws.com"}, "Action": "lambda:InvokeFunction",
+			"Resource":  "arn:aws-us-gov:lambda:ap-southeast-99:123456789012:function:longrun-dev-api",
+			"Condition": map[string]any{"ArnLike": map[string]string{"AWS:SourceArn": long}}})
+		size += len(statement) + 1
+	}
+	if len(got) != len(want) {
+		for s := range want {
+			if !got[s] {
+				t.Errorf("no permission for %s", s)
+			}
+		}
+	}
+	if size > 20*1024 {
+		t.Errorf("the api function's resource policy would be %d bytes, over Lambda's 20 KB", size)
+	}
+	t.Logf("%d permissions, a policy of at most %d bytes", len(got), size)
+}
+
+// render flattens a CloudFormation string (a literal, Ref, or Fn::Join of them) into
+// ${Ref} placeholders.
+func render(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case map[string]any:
+		if ref, ok := v["Ref"].(string); ok {
+			return "${" + ref + "}"
+		}
+		if join, ok := v["Fn::Join"].([]any); ok && len(join) == 2 {
+			var parts []string
+			for _, p := range join[1].([]any) {
+				parts = append(parts, render(p))
+			}
+			return strings.Join(parts, join[0].(string))
+		}
+	}
+	return fmt.Sprintf("%v", v)
+}
