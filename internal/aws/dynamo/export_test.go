@@ -4,3 +4,6 @@ package dynamo
 func CraftCursor(tenant, principal, filters, after string) string {
 	return encodeCursor(cursor{Scope: scopeKey(tenant, principal), Query: filters, After: after})
 }
+
+// DueShardOf names the due-index shard an operation id lands in.
+func DueShardOf(id string) string { return dueShard(id) }
