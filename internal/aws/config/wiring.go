@@ -44,6 +44,12 @@ func MustFunction(required ...string) Function {
 		// warns on every conditional failure. Only the local stack sets this.
 		o.DisableValidateResponseChecksum = os.Getenv("LONGRUN_DYNAMODB_SKIP_CRC32") == "true"
 	})
+	if budget := stepfunctions.CancelBudget(); cfg.Leases.Cancel <= budget {
+		// Allowed (the local stack's tests use short leases), but on AWS the reconciler
+		// would then stop workflows that were about to end by themselves.
+		log.Warn("configuration: LONGRUN_LEASE_CANCEL is shorter than the workflow may rightly run after a cancel",
+			"lease", cfg.Leases.Cancel.String(), "budget", budget.String())
+	}
 	store := dynamo.New(client, cfg.Table)
 	store.Leases = cfg.Leases
 	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store}

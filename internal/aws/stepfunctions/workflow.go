@@ -5,8 +5,11 @@ package stepfunctions
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 )
 
 //go:embed operation.asl.json
@@ -37,3 +40,58 @@ func Definition(subs map[string]string) (string, error) {
 // FunctionName is the worker function of a type's workflow (optype.Type.Executor), as in
 // functions/worker-<executor>.
 func FunctionName(executor string) string { return "worker-" + executor }
+
+// TaskBudget is the longest the template's Task state can run, retries included: every
+// attempt to its timeout (the first, and each retrier's MaxAttempts, since different errors
+// retry separately) and the waits between them.
+func TaskBudget(state string) (time.Duration, error) {
+	var asl struct {
+		States map[string]struct {
+			Type           string
+			TimeoutSeconds float64
+			Retry          []struct {
+				IntervalSeconds, BackoffRate, MaxDelaySeconds float64
+				MaxAttempts                                   int
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(template), &asl); err != nil {
+		return 0, fmt.Errorf("stepfunctions: the template: %w", err)
+	}
+	st, ok := asl.States[state]
+	if !ok || st.Type != "Task" || st.TimeoutSeconds <= 0 {
+		return 0, fmt.Errorf("stepfunctions: %q is not a Task state with a timeout", state)
+	}
+	attempts, waits := 1, 0.0
+	for _, r := range st.Retry {
+		attempts += r.MaxAttempts
+		interval, rate := r.IntervalSeconds, r.BackoffRate
+		if interval == 0 {
+			interval = 1 // the States Language defaults
+		}
+		if rate == 0 {
+			rate = 2
+		}
+		for i := range r.MaxAttempts {
+			wait := interval * math.Pow(rate, float64(i))
+			if r.MaxDelaySeconds > 0 {
+				wait = min(wait, r.MaxDelaySeconds)
+			}
+			waits += wait
+		}
+	}
+	return time.Duration((float64(attempts)*st.TimeoutSeconds + waits) * float64(time.Second)), nil
+}
+
+// CancelBudget is how long a workflow may rightly go on after a cancel: the step in flight
+// runs to its end (with its retries; the worker checks intent only before a step), then the
+// Record state records the outcome (with its retries). A reconciler that stops the execution
+// sooner stops work that was about to end by itself, so the cancel lease must exceed this.
+func CancelBudget() time.Duration {
+	step, err1 := TaskBudget("Step")
+	record, err2 := TaskBudget("Record")
+	if err1 != nil || err2 != nil {
+		panic(fmt.Sprintf("stepfunctions: the embedded template: %v %v", err1, err2)) // a test proves it parses
+	}
+	return step + record
+}

@@ -1,7 +1,10 @@
 package stepfunctions
 
 import (
+	"time"
+
 	"encoding/json"
+	"github.com/longrun-dev/longrun/internal/core/operation"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +94,26 @@ func TestRenderDefinition(t *testing.T) {
 	}
 	if err := os.WriteFile(out, []byte(def), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue #12, defect 2: the default cancel lease outlasts what a workflow may rightly take
+// after a cancel (the step in flight and the Record state, retries included), so the
+// reconciler never stops work that was about to end by itself. Step: 4 × 60 s + 1 + 2 + 4 s;
+// Record: 6 × 60 s + 1 + 2 + 4 + 8 + 16 s.
+func TestCancelLeaseOutlastsTheWorkflow(t *testing.T) {
+	step, err := TaskBudget("Step")
+	if err != nil || step != 247*time.Second {
+		t.Fatalf("step budget %v %v, want 247s", step, err)
+	}
+	record, err := TaskBudget("Record")
+	if err != nil || record != 391*time.Second {
+		t.Fatalf("record budget %v %v, want 391s", record, err)
+	}
+	if lease := operation.DefaultLeases().Cancel; lease <= CancelBudget() {
+		t.Fatalf("the default cancel lease %v does not outlast the workflow's %v", lease, CancelBudget())
+	}
+	if _, err := TaskBudget("Continue?"); err == nil {
+		t.Fatal("a Choice state has a task budget")
 	}
 }

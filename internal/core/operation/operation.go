@@ -350,13 +350,16 @@ func (o Operation) Represent(statusURL string) Representation {
 type Leases struct {
 	Dispatch time.Duration // accepted, not yet dispatched
 	Check    time.Duration // dispatched or running: how often to confirm the execution lives
-	Cancel   time.Duration // cancelling: how long the workflow has to stop by itself
+	// Cancel is how long a cancelling workflow has to stop by itself. It must outlast the
+	// step in flight and the recording after it, retries included (stepfunctions.CancelBudget,
+	// 10m38s for the workflow as it is; a test holds the default above it).
+	Cancel   time.Duration
 	Deadline time.Duration // since creation: running longer than this is stuck
 }
 
 // DefaultLeases are the production settings.
 func DefaultLeases() Leases {
-	return Leases{Dispatch: 30 * time.Second, Check: 2 * time.Minute, Cancel: 30 * time.Second, Deadline: time.Hour}
+	return Leases{Dispatch: 30 * time.Second, Check: 2 * time.Minute, Cancel: 12 * time.Minute, Deadline: time.Hour}
 }
 
 // DueAt is when the reconciler should next look at o; ok is false when there is nothing to

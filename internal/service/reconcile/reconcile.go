@@ -161,11 +161,7 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (string, error
 		if err := r.Executions.Stop(ctx, ex.Ref, cause); err != nil {
 			return "", err
 		}
-		f := r.ended(op, Aborted)
-		if op.State != operation.Cancelling {
-			f = r.unknown(op, "deadline_exceeded", fmt.Sprintf("The operation ran longer than %s and was stopped; its outcome is unknown.", r.Leases.Deadline))
-		}
-		if _, err := r.record(ctx, op, f); err != nil {
+		if _, err := r.record(ctx, op, r.stopped(op)); err != nil {
 			return "", err
 		}
 		return "stopped", nil
@@ -183,14 +179,38 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (string, error
 	}
 }
 
-// ended is the truth about an execution that is over (or never existed) without an outcome
-// fact: cancellation that was asked for has happened; work that never started failed
-// without effect; work that had started may have acted, so its outcome is unknown.
-func (r *Reconciler) ended(op operation.Operation, status Status) operation.Fact {
-	switch op.State {
-	case operation.Cancelling:
+// stopped is the truth about an execution the reconciler just stopped. StopExecution does
+// not stop a Lambda invocation in flight, so a step that had started may still act after
+// the stop: its outcome is unknown, even for a cancel. Work that never started a step did
+// nothing: a cancel is then done, and a deadline stop failed it.
+func (r *Reconciler) stopped(op operation.Operation) operation.Fact {
+	started := op.Started
+	switch {
+	case op.State == operation.Cancelling && !started:
 		return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceReconciler}
-	case operation.Dispatched:
+	case op.State == operation.Cancelling:
+		return r.unknown(op, "cancel_unconfirmed", "The workflow did not stop by itself after the cancel and was stopped while a step may have been in flight; whether that step acted is unknown.")
+	case !started:
+		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceReconciler,
+			Problem: operation.NewProblem("deadline_exceeded", "Deadline exceeded",
+				fmt.Sprintf("No step had started within %s; the execution was stopped and nothing ran.", r.Leases.Deadline))}
+	default:
+		return r.unknown(op, "deadline_exceeded", fmt.Sprintf("The operation ran longer than %s and was stopped; its outcome is unknown.", r.Leases.Deadline))
+	}
+}
+
+// ended is the truth about an execution that is over (or never existed) without an outcome
+// fact: work that never started failed without effect (or, when cancellation was asked for,
+// was canceled); work that had started may have acted, so its outcome is unknown, cancel or
+// not (on AWS an execution fails this way when its Record state runs out of retries).
+func (r *Reconciler) ended(op operation.Operation, status Status) operation.Fact {
+	started := op.Started
+	switch {
+	case op.State == operation.Cancelling && !started:
+		return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceReconciler}
+	case op.State == operation.Cancelling:
+		return r.unknown(op, "execution_ended", fmt.Sprintf("The execution ended (%s) after the cancel without recording an outcome while a step may have acted; its outcome is unknown.", status))
+	case op.State == operation.Dispatched:
 		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceReconciler,
 			Problem: operation.NewProblem("execution_ended", "Execution ended",
 				fmt.Sprintf("The execution ended (%s) before any work started.", status))}

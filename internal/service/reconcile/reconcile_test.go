@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/core/intent"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
@@ -180,16 +181,77 @@ func TestSucceededExecutionOutcomeIsRecorded(t *testing.T) {
 	}
 }
 
-func TestCancellingThatDoesNotStopIsStopped(t *testing.T) {
+// cancel asks for cancellation through the intent service, as the API does.
+func (f *fixture) cancel(id string) {
+	f.t.Helper()
+	svc := &intent.Service{Store: f.store, Now: f.clock.Now}
+	if _, _, err := svc.Cancel(context.Background(), id, "alice", func(operation.Operation) bool { return true }, nil); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// Issue #12, defect 2: the workflow of a cancelling operation did not stop by itself within
+// the cancel lease while a step had started. StopExecution does not stop a running Lambda,
+// so that step's effect may still complete after the stop: the honest outcome is
+// outcome_unknown, never canceled (which would free the target while the step acts).
+func TestCancellingMidStepThatDoesNotStopIsStoppedAsUnknown(t *testing.T) {
 	f := newFixture(t)
 	id := f.started(true)
-	f.append(id, operation.KindCancelRequested)
+	f.cancel(id)
+	f.clock.Advance(leases.Cancel + time.Second)
+	if sum := f.run(); sum.Stopped != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	op := f.load(id)
+	if op.State != operation.OutcomeUnknown || op.Problem == nil || op.Problem.Code != "cancel_unconfirmed" || !f.exec.Executions()[id].Stopped {
+		t.Fatalf("%s %+v", op.State, op.Problem)
+	}
+}
+
+// The same without any started step: nothing can have acted, so the stop is the cancel.
+func TestCancellingBeforeAnyStepThatDoesNotStopIsCanceled(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(false)
+	f.cancel(id)
 	f.clock.Advance(leases.Cancel + time.Second)
 	if sum := f.run(); sum.Stopped != 1 {
 		t.Fatalf("%+v", sum)
 	}
 	if op := f.load(id); op.State != operation.Canceled || !f.exec.Executions()[id].Stopped {
 		t.Fatalf("%s", op.State)
+	}
+}
+
+// A cancelling operation whose execution ended on its own without recording anything (on
+// AWS: the Record state ran out of retries and failed the execution) had a step started:
+// the outcome is unknown, not canceled.
+func TestCancellingWhoseExecutionFailedMidStepIsUnknown(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	f.cancel(id)
+	f.exec.Finish(id, reconcile.Failed, nil)
+	f.clock.Advance(leases.Cancel + time.Second)
+	f.run()
+	if op := f.load(id); op.State != operation.OutcomeUnknown {
+		t.Fatalf("%s %+v", op.State, op.Problem)
+	}
+}
+
+// Issue #12, defect 5 (the reconciler's half): a dispatched operation that never started a
+// step and is stopped at its deadline provably did nothing: failed, not outcome_unknown.
+func TestDeadlineStopOfWorkThatNeverStartedIsFailed(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(false)
+	created := f.load(id).CreatedAt
+	for f.clock.since(created) <= leases.Deadline {
+		f.clock.Advance(leases.Check * 4)
+		f.run()
+	}
+	f.clock.Advance(time.Hour)
+	f.run()
+	op := f.load(id)
+	if op.State != operation.Failed || op.Problem == nil || op.Problem.Code != "deadline_exceeded" || !f.exec.Executions()[id].Stopped {
+		t.Fatalf("%s %+v", op.State, op.Problem)
 	}
 }
 
