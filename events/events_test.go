@@ -10,6 +10,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/local/eventfilter"
 	"github.com/longrun-dev/longrun/internal/service/httpapi"
 	"github.com/longrun-dev/longrun/internal/service/notify"
@@ -92,17 +93,34 @@ func TestStateChangedSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Validate(Sample("operation-state-changed")); err != nil {
-		t.Fatalf("the sample event: %v", err)
+	for _, sample := range []string{"operation-state-changed", "operation-state-changed-result-omitted"} {
+		if err := v.Validate(Sample(sample)); err != nil {
+			t.Fatalf("the sample event %s: %v", sample, err)
+		}
 	}
 	// What the notifier builds from the notifier sample validates too.
 	var ev lambdaevents.DynamoDBEvent
 	_ = json.Unmarshal(Sample("notifier"), &ev)
 	c, _, _ := dynamo.ProjectionChange(ev.Records[0])
-	detail, _ := json.Marshal(notify.DetailOf(c))
+	detail := notify.Encode(c)
 	event := []byte(`{"source":"longrun","detail-type":"Operation State Changed","detail":` + string(detail) + `}`)
 	if err := v.Validate(event); err != nil {
 		t.Fatalf("the notifier's detail: %v\n%s", err, event)
+	}
+	// And so does what it builds for a result too large for an event (a reference), or a
+	// problem.
+	c.Rep.Result = json.RawMessage(`{"blob":"` + strings.Repeat("x", notify.MaxDetailBytes) + `"}`)
+	omitted := []byte(`{"source":"longrun","detail-type":"Operation State Changed","detail":` + string(notify.Encode(c)) + `}`)
+	if err := v.Validate(omitted); err != nil || !bytes.Contains(omitted, []byte(`"resultOmitted":true`)) {
+		t.Fatalf("the notifier's detail without its result: %v\n%.300s", err, omitted)
+	}
+	failed := c
+	failed.State, failed.Rep.Result = "failed", nil
+	failed.Rep.Problem = &operation.Problem{Type: "https://longrun.dev/problems/resolved_failed", Title: "Resolved as failed",
+		Code: "resolved_failed", Detail: strings.Repeat("p", notify.MaxDetailBytes)}
+	noProblem := []byte(`{"source":"longrun","detail-type":"Operation State Changed","detail":` + string(notify.Encode(failed)) + `}`)
+	if err := v.Validate(noProblem); err != nil || !bytes.Contains(noProblem, []byte(`"problemOmitted":true`)) {
+		t.Fatalf("the notifier's detail without its problem: %v\n%.300s", err, noProblem)
 	}
 	// And the schema can fail.
 	for _, bad := range []string{
@@ -112,6 +130,11 @@ func TestStateChangedSchema(t *testing.T) {
 		strings.Replace(string(event), `"tenant":"acme",`, ``, 1),
 		strings.Replace(string(event), `"state":"succeeded"`, `"state":"failed"`, 1), // a result with failed
 		strings.Replace(string(event), `"source":"longrun"`, `"source":"other"`, 1),
+		strings.Replace(string(event), `"version":4`, `"version":4,"resultOmitted":true`, 1),                // and the result
+		strings.Replace(string(omitted), `"state":"succeeded"`, `"state":"failed"`, 1),                      // omitted from a failure
+		strings.Replace(string(omitted), `"resultOmitted":true`, `"resultOmitted":false`, 1),                // only ever true
+		strings.Replace(string(noProblem), `"problemOmitted":true`, `"problemOmitted":true,"result":{}`, 1), // a result with failed
+		strings.Replace(string(noProblem), `"state":"failed"`, `"state":"succeeded"`, 1),                    // a problem omitted from a success
 	} {
 		if v.Validate([]byte(bad)) == nil {
 			t.Errorf("accepted: %s", bad)

@@ -6,10 +6,17 @@
 //	longrun [flags] cancel ID [-if-match N]
 //	longrun [flags] list [-state S] [-type T] [-limit N] [-all]
 //	longrun [flags] resolve ID -outcome succeeded|failed -reason R [-result JSON] [-problem-code C -problem-title T -problem-detail D]
+//	longrun republish [-table T] [-bus B] ID... | -
 //
 // Flags: -api URL (LONGRUN_API_URL, default http://127.0.0.1:8080), -token T
 // (LONGRUN_TOKEN), -sigv4 (sign with the AWS credentials of the environment instead).
 // Responses are printed as JSON on stdout; a problem goes to stderr and the exit status is 1.
+//
+// republish is an operator's command that does not go through the API: it rebuilds every
+// "Operation State Changed" event of the operations from their facts in the table
+// (LONGRUN_TABLE) and publishes them again, in version order, on the bus
+// (LONGRUN_EVENT_BUS), with the AWS credentials of the environment; see
+// docs/lifecycle.md, "Events", and `longrun republish -h`.
 package main
 
 import (
@@ -41,11 +48,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sigv4 := global.Bool("sigv4", false, "sign requests with SigV4 using the environment's AWS credentials")
 	global.Usage = func() {
 		fmt.Fprintln(stderr, "usage: longrun [-api URL] [-token T | -sigv4] create|get|wait|cancel|list|resolve …")
+		fmt.Fprintln(stderr, "       longrun republish [-table T] [-bus B] ID... | -   (operators: AWS credentials to the table and bus; -h for more)")
 		global.PrintDefaults()
 	}
 	if err := global.Parse(args); err != nil || global.NArg() == 0 {
 		global.Usage()
 		return 2
+	}
+	if global.Arg(0) == "republish" {
+		return republish(ctx, global.Args()[1:], stdout, stderr)
 	}
 	c := &apiclient.Client{BaseURL: *api, Token: *token}
 	if *sigv4 {

@@ -28,30 +28,63 @@ func NewBus(cfg aws.Config, name string) *Bus {
 	return &Bus{Client: sdk.NewFromConfig(cfg), Name: name}
 }
 
-// maxEntries is PutEvents' limit per call.
-const maxEntries = 10
+// PutEvents' limits per call: ten entries, and 256 KB for the entries' sizes together
+// (EntrySize). A call over either fails as a whole, every time it is retried.
+const (
+	MaxEntries      = 10
+	MaxRequestBytes = 256 << 10
+)
 
-// Publish sends details in order, up to ten per call, and stops at the first entry that
-// failed, so what follows it is retried after it.
+// EntrySize is an entry's size as EventBridge counts it against MaxRequestBytes (the
+// EventBridge user guide, "Calculating PutEvents event entry size"): 14 bytes for Time when
+// set, and the UTF-8 bytes of Source, DetailType, Detail and each of Resources. It adds
+// EventBusName and TraceHeader, which that page does not count: erring on the large side
+// costs at most an extra call, erring on the small side a call refused every time.
+func EntrySize(e types.PutEventsRequestEntry) int {
+	n := len(aws.ToString(e.Source)) + len(aws.ToString(e.DetailType)) + len(aws.ToString(e.Detail)) +
+		len(aws.ToString(e.EventBusName)) + len(aws.ToString(e.TraceHeader))
+	if e.Time != nil {
+		n += 14
+	}
+	for _, r := range e.Resources {
+		n += len(r)
+	}
+	return n
+}
+
+// Publish sends details in order, in calls cut by count and by bytes (MaxEntries,
+// MaxRequestBytes), and stops at the first entry that failed, so what follows it is retried
+// after it. An entry too large for any call is an error before anything after it is sent
+// (the notifier's details never are: notify.MaxDetailBytes).
 func (b *Bus) Publish(ctx context.Context, details [][]byte) (int, error) {
+	entries := make([]types.PutEventsRequestEntry, len(details))
+	for i, d := range details {
+		entries[i] = types.PutEventsRequestEntry{EventBusName: aws.String(b.Name), Source: aws.String(notify.Source),
+			DetailType: aws.String(notify.DetailType), Detail: aws.String(string(d))}
+	}
 	published := 0
-	for published < len(details) {
-		chunk := details[published:min(len(details), published+maxEntries)]
-		entries := make([]types.PutEventsRequestEntry, len(chunk))
-		for i, d := range chunk {
-			entries[i] = types.PutEventsRequestEntry{EventBusName: aws.String(b.Name), Source: aws.String(notify.Source),
-				DetailType: aws.String(notify.DetailType), Detail: aws.String(string(d))}
+	for published < len(entries) {
+		n, size := 0, 0
+		for published+n < len(entries) && n < MaxEntries {
+			s := EntrySize(entries[published+n])
+			if size+s > MaxRequestBytes {
+				break
+			}
+			n, size = n+1, size+s
 		}
-		out, err := b.Client.PutEvents(ctx, &sdk.PutEventsInput{Entries: entries})
+		if n == 0 {
+			return published, fmt.Errorf("put events: entry %d is %d bytes, over PutEvents' %d", published, EntrySize(entries[published]), MaxRequestBytes)
+		}
+		out, err := b.Client.PutEvents(ctx, &sdk.PutEventsInput{Entries: entries[published : published+n]})
 		if err != nil {
 			return published, fmt.Errorf("put events: %w", err)
 		}
 		for i, e := range out.Entries {
 			if e.ErrorCode != nil {
-				return published + i, fmt.Errorf("put events: entry %d: %s: %s", i, aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
+				return published + i, fmt.Errorf("put events: entry %d: %s: %s", published+i, aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
 			}
 		}
-		published += len(chunk)
+		published += n
 	}
 	return published, nil
 }

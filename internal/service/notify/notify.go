@@ -2,11 +2,15 @@
 // reads changes from the projection's stream records, so nothing is published before the
 // fact is committed, and publishes at least once, in version order per operation:
 // subscribers deduplicate on (operationId, version).
+//
+// The same details can be rebuilt from an operation's facts (Republish), for an operator to
+// publish them again when the stream path gave up on them (docs/lifecycle.md, "Events").
 package notify
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -20,6 +24,13 @@ const (
 	DetailType = "Operation State Changed"
 )
 
+// MaxDetailBytes bounds an encoded detail. A detail that would be larger goes out without
+// its result (resultOmitted) or problem (problemOmitted), and the subscriber GETs the
+// operation for it. With Source and DetailType, an entry is then at most 64 KiB: a quarter
+// of what one PutEvents call (and one entry) may carry, and small enough for any target
+// the bus delivers to.
+const MaxDetailBytes = 64<<10 - len(Source) - len(DetailType)
+
 // Detail is the event's detail.
 type Detail struct {
 	OperationID   string             `json:"operationId"`
@@ -32,6 +43,10 @@ type Detail struct {
 	OccurredAt    string             `json:"occurredAt"`
 	Result        json.RawMessage    `json:"result,omitempty"`
 	Problem       *operation.Problem `json:"problem,omitempty"`
+	// ResultOmitted and ProblemOmitted say that the detail would have exceeded
+	// MaxDetailBytes with them: the operation has one, and a GET of it returns it.
+	ResultOmitted  bool `json:"resultOmitted,omitempty"`
+	ProblemOmitted bool `json:"problemOmitted,omitempty"`
 }
 
 // StateChange is one committed change of an operation's state, read from the store's
@@ -51,13 +66,16 @@ type Bus interface {
 	Publish(ctx context.Context, details [][]byte) (published int, err error)
 }
 
-// Notifier is the stream consumer.
+// Notifier is the stream consumer, and the republisher of an operation's events.
 type Notifier struct {
 	Bus Bus
 	// Changes reads a stream record as a state change; ok is false for records that are
 	// none (the store's item format is the store adapter's business: dynamo.ProjectionChange).
 	Changes func(events.DynamoDBEventRecord) (c StateChange, ok bool, err error)
-	Log     *slog.Logger
+	// Facts reads an operation's facts in version order (dynamo.Store.Facts); only Republish
+	// needs it.
+	Facts func(ctx context.Context, id string) ([]operation.Fact, error)
+	Log   *slog.Logger
 }
 
 // DetailOf builds the detail of a state change.
@@ -71,11 +89,27 @@ func DetailOf(c StateChange) Detail {
 	return d
 }
 
+// Encode is the detail of a state change as it is published: DetailOf, as JSON, without
+// the result or problem that would make it larger than MaxDetailBytes.
+func Encode(c StateChange) []byte {
+	d := DetailOf(c)
+	b, _ := json.Marshal(d)
+	if len(b) > MaxDetailBytes && d.Result != nil {
+		d.Result, d.ResultOmitted = nil, true
+		b, _ = json.Marshal(d)
+	}
+	if len(b) > MaxDetailBytes && d.Problem != nil {
+		d.Problem, d.ProblemOmitted = nil, true
+		b, _ = json.Marshal(d)
+	}
+	return b
+}
+
 // HandleStream publishes the batch's state changes in stream order. On the first failure it
 // reports that record and every later one as failed, so the retry resends from there and no
 // subscriber ever sees a version after a later one it already got from this batch.
 func (n *Notifier) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-	var details [][]byte
+	var changes []StateChange
 	var sequences []string
 	for _, rec := range ev.Records {
 		c, ok, err := n.Changes(rec)
@@ -87,21 +121,110 @@ func (n *Notifier) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (e
 		if !ok {
 			continue
 		}
-		b, _ := json.Marshal(DetailOf(c))
-		details = append(details, b)
+		changes = append(changes, c)
 		sequences = append(sequences, rec.Change.SequenceNumber)
 	}
 	var resp events.DynamoDBEventResponse
-	if len(details) == 0 {
+	if len(changes) == 0 {
 		return resp, nil
 	}
-	published, err := n.Bus.Publish(ctx, details)
+	published, err := n.publish(ctx, changes)
 	if err != nil {
-		n.Log.WarnContext(ctx, "publish failed; the rest of the batch will be retried", "published", published, "error", err.Error())
+		// If the event source mapping runs out of retries, these are the events to
+		// republish (longrun republish): its on-failure destination names only sequence
+		// numbers.
+		n.Log.WarnContext(ctx, "publish failed; the rest of the batch will be retried", "published", published,
+			"unpublished", versions(changes[published:]), "error", err.Error())
 		for _, seq := range sequences[published:] {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
 		}
 	}
 	n.Log.InfoContext(ctx, "published", "events", published)
 	return resp, nil
+}
+
+func (n *Notifier) publish(ctx context.Context, changes []StateChange) (int, error) {
+	details := make([][]byte, len(changes))
+	for i, c := range changes {
+		details[i] = Encode(c)
+	}
+	return n.Bus.Publish(ctx, details)
+}
+
+// versions names changes as operationId@version, for logs.
+func versions(changes []StateChange) []string {
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = fmt.Sprintf("%s@%d", c.OperationID, c.Version)
+	}
+	return out
+}
+
+// Republish publishes operation id's events again, in version order: the detail of every
+// state change the store committed, rebuilt from the facts (History) and encoded as the
+// stream path encodes it, so a subscriber that already has one dedupes it on (operationId,
+// version). It returns the versions it published; on an error, those published before it.
+func (n *Notifier) Republish(ctx context.Context, id string) ([]int, error) {
+	facts, err := n.Facts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := History(id, facts)
+	if err != nil {
+		return nil, err
+	}
+	published, err := n.publish(ctx, changes)
+	done := make([]int, published)
+	for i, c := range changes[:published] {
+		done[i] = c.Version
+	}
+	if err != nil {
+		return done, fmt.Errorf("republish %s: %w", id, err)
+	}
+	n.Log.InfoContext(ctx, "republished", "operation_id", id, "versions", done)
+	return done, nil
+}
+
+// History rebuilds, from an operation's facts in version order, the state changes its
+// projection's stream records carried: one per append, at the append's last version, with
+// the state before the append as the previous state and the fold's representation, which
+// is what the store writes into the projection in the append's transaction.
+//
+// Facts of one append share their instant, source and actor: a writer decides them at once
+// (core/facts: one Decide, one Append, stamped with one now), as when a cancel before
+// dispatch appends cancel_requested and canceled together, and the stream shows one change
+// from accepted to canceled. Facts of different appends never share an instant, because the
+// later one is decided after the earlier one was read.
+func History(id string, facts []operation.Fact) ([]StateChange, error) {
+	var changes []StateChange
+	op := operation.Operation{ID: id}
+	var previous operation.State
+	for i, f := range facts {
+		var err error
+		if op, err = op.Apply(f); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", id, err)
+		}
+		if i+1 < len(facts) && sameAppend(f, facts[i+1]) {
+			continue
+		}
+		c := StateChange{OperationID: id, Tenant: op.Tenant, State: op.State, PreviousState: previous, Version: op.Version}
+		// Through JSON, as the projection stores it and the stream path reads it.
+		rep, err := json.Marshal(op.Represent(""))
+		if err == nil {
+			err = json.Unmarshal(rep, &c.Rep)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history of %s: %w", id, err)
+		}
+		changes = append(changes, c)
+		previous = op.State
+	}
+	if len(changes) == 0 {
+		return nil, fmt.Errorf("history of %s: %w: no facts", id, operation.ErrMalformedHistory)
+	}
+	return changes, nil
+}
+
+func sameAppend(a, b operation.Fact) bool {
+	return !a.At.IsZero() && a.At.Equal(b.At) && a.Source == b.Source && a.Actor == b.Actor
 }

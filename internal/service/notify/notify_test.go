@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/service/notify"
 )
 
@@ -90,5 +94,241 @@ func TestFailureRetriesFromThere(t *testing.T) {
 	}
 	if fmt.Sprint(failed) != "[11 12]" || len(b.got) != 1 {
 		t.Fatalf("failed %v published %+v", failed, b.got)
+	}
+}
+
+func change(result json.RawMessage, problem *operation.Problem) notify.StateChange {
+	state := operation.Succeeded
+	if problem != nil {
+		state = operation.Failed
+	}
+	return notify.StateChange{OperationID: "op_1", Tenant: "acme", State: state, PreviousState: operation.Running, Version: 4,
+		Rep: operation.Representation{OperationID: "op_1", Type: "demo.task", Target: "demo:x", State: state, Version: 4,
+			UpdatedAt: "2026-11-30T10:00:04.000Z", Result: result, Problem: problem}}
+}
+
+// Defect 4 (issue #12): a result too large for an event goes out as a reference
+// (resultOmitted: GET the operation), so the entry fits PutEvents; a result that fits goes
+// out whole. The same holds for a problem.
+func TestOverSizeResultIsSentAsAReference(t *testing.T) {
+	blob := func(n int) json.RawMessage { return fmt.Appendf(nil, `{"blob":%q}`, strings.Repeat("x", n)) }
+	for _, tc := range []struct {
+		name    string
+		c       notify.StateChange
+		omitted string // the flag that must be set, "" for none
+	}{
+		{"60 KiB result", change(blob(60<<10), nil), ""},
+		{"64 KiB result", change(blob(64<<10), nil), "resultOmitted"},
+		// json.Marshal escapes <, so 20 KiB of them is 120 KiB on the wire.
+		{"a result that grows when escaped", change(fmt.Appendf(nil, `{"blob":%q}`, strings.Repeat("<", 20<<10)), nil), "resultOmitted"},
+		{"300 KiB result", change(blob(300<<10), nil), "resultOmitted"},
+		{"100 KiB problem", change(nil, operation.NewProblem("resolved_failed", "Resolved as failed", strings.Repeat("p", 100<<10))), "problemOmitted"},
+	} {
+		b := notify.Encode(tc.c)
+		var d map[string]any
+		if err := json.Unmarshal(b, &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > notify.MaxDetailBytes {
+			t.Errorf("%s: %d bytes", tc.name, len(b))
+		}
+		_, result := d["result"]
+		_, problem := d["problem"]
+		switch tc.omitted {
+		case "":
+			if !result || d["resultOmitted"] != nil {
+				t.Errorf("%s: the result was omitted", tc.name)
+			}
+		case "resultOmitted":
+			if result || d["resultOmitted"] != true || d["state"] != "succeeded" || d["version"] != 4.0 {
+				t.Errorf("%s: %.200s", tc.name, b)
+			}
+		case "problemOmitted":
+			if problem || d["problemOmitted"] != true || d["state"] != "failed" {
+				t.Errorf("%s: %.200s", tc.name, b)
+			}
+		}
+	}
+}
+
+// writes is an operation's history as its writers append it: each inner slice is one
+// append (one transaction, one projection write). Facts of one decision share an instant.
+func writes(id string) [][]operation.Fact {
+	at := func(s int) time.Time { return time.Date(2026, 11, 30, 10, 0, s, 123456789, time.UTC) }
+	accepted := operation.Fact{Kind: operation.KindAccepted, At: at(0), Source: operation.SourceAdmission, Actor: "alice",
+		Admission: &operation.Admission{Type: "demo.task", TypeVersion: 1, Target: "demo:" + id, Tenant: "acme", Principal: "alice", Input: json.RawMessage(`{}`)}}
+	switch id {
+	case "op_ok":
+		return [][]operation.Fact{{accepted},
+			{{Kind: operation.KindDispatched, At: at(1), Source: operation.SourceDispatcher, Execution: "arn:x"}},
+			{{Kind: operation.KindStarted, At: at(2), Source: operation.SourceExecutor}},
+			{{Kind: operation.KindSucceeded, At: at(3), Source: operation.SourceExecutor, Result: json.RawMessage(`{"rows": 3, "note": "<ok>"}`)}}}
+	case "op_canceled":
+		// Cancel before dispatch: the intent and its result are one append.
+		return [][]operation.Fact{{accepted}, {
+			{Kind: operation.KindCancelRequested, At: at(1), Source: operation.SourceClient, Actor: "alice"},
+			{Kind: operation.KindCanceled, At: at(1), Source: operation.SourceClient, Actor: "alice"}}}
+	default:
+		return [][]operation.Fact{{accepted},
+			{{Kind: operation.KindDispatched, At: at(1), Source: operation.SourceDispatcher, Execution: "arn:x"}},
+			{{Kind: operation.KindFailed, At: at(2), Source: operation.SourceReconciler, Problem: operation.NewProblem("execution_ended", "Execution ended", "It ended.")}}}
+	}
+}
+
+// record is the projection's stream record of one append, as the store writes it (the rep
+// of the fold after the append; the old image's state and version before it).
+func record(t *testing.T, seq int, before, after operation.Operation) events.DynamoDBEventRecord {
+	t.Helper()
+	rep, err := json.Marshal(after.Represent(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r events.DynamoDBEventRecord
+	r.EventName = "INSERT"
+	r.Change.SequenceNumber = fmt.Sprint(seq)
+	r.Change.NewImage = map[string]events.DynamoDBAttributeValue{
+		"pk": events.NewStringAttribute("OP#" + after.ID), "sk": events.NewStringAttribute("META"),
+		"tenant": events.NewStringAttribute(after.Tenant), "state": events.NewStringAttribute(string(after.State)),
+		"version": events.NewNumberAttribute(fmt.Sprint(after.Version)), "rep": events.NewStringAttribute(string(rep)),
+	}
+	if before.Version > 0 {
+		r.EventName = "MODIFY"
+		r.Change.OldImage = map[string]events.DynamoDBAttributeValue{"sk": events.NewStringAttribute("META"),
+			"state": events.NewStringAttribute(string(before.State)), "version": events.NewNumberAttribute(fmt.Sprint(before.Version))}
+	}
+	return r
+}
+
+// rawBus keeps what it publishes as sent, and can be down.
+type rawBus struct {
+	down  bool
+	calls int
+	got   [][]byte
+}
+
+func (b *rawBus) Publish(_ context.Context, details [][]byte) (int, error) {
+	b.calls++
+	if b.down {
+		return 0, errors.New("ServiceUnavailable")
+	}
+	b.got = append(b.got, details...)
+	return len(details), nil
+}
+
+// Defect 4 (issue #12), an EventBridge outage that outlasts the event source mapping's
+// retries: every attempt reports the whole batch as failed (nothing is dropped by the
+// notifier); after the last one the mapping skips the batch and the stream forgets it. The
+// facts remember: Republish brings every version of every operation to the bus, in version
+// order, byte for byte what the stream path publishes, so subscribers dedupe it.
+func TestOutageOutlastingTheRetriesLosesNothing(t *testing.T) {
+	ids := []string{"op_ok", "op_canceled", "op_failed"}
+	facts := map[string][]operation.Fact{}
+	ops := map[string]operation.Operation{}
+	var batch events.DynamoDBEvent
+	for step := 0; ; step++ { // the operations' appends interleave in the stream
+		more := false
+		for _, id := range ids {
+			w := writes(id)
+			if step >= len(w) {
+				continue
+			}
+			more = true
+			before := ops[id]
+			before.ID = id
+			after := before
+			for _, f := range w[step] {
+				f.Version = after.Version + 1
+				var err error
+				if after, err = after.Apply(f); err != nil {
+					t.Fatal(err)
+				}
+				facts[id] = append(facts[id], f)
+			}
+			ops[id] = after
+			batch.Records = append(batch.Records, record(t, len(batch.Records)+1, before, after))
+		}
+		if !more {
+			break
+		}
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+
+	// What the stream path publishes when the bus is up.
+	up := &rawBus{}
+	if resp, _ := (&notify.Notifier{Bus: up, Changes: dynamo.ProjectionChange, Log: log}).HandleStream(context.Background(), batch); len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp)
+	}
+
+	// The outage: the first attempt and every retry fail the whole batch.
+	down := &rawBus{down: true}
+	n := &notify.Notifier{Bus: down, Changes: dynamo.ProjectionChange, Log: log,
+		Facts: func(_ context.Context, id string) ([]operation.Fact, error) { return facts[id], nil }}
+	for attempt := 0; attempt <= eventsource.Notifier().MaxRetries; attempt++ {
+		resp, err := n.HandleStream(context.Background(), batch)
+		if err != nil || len(resp.BatchItemFailures) != len(batch.Records) || resp.BatchItemFailures[0].ItemIdentifier != "1" {
+			t.Fatalf("attempt %d reported %d of %d records failed: %v", attempt, len(resp.BatchItemFailures), len(batch.Records), err)
+		}
+	}
+	if len(down.got) != 0 {
+		t.Fatalf("%d published during the outage", len(down.got))
+	}
+
+	// The mapping has given up on the batch. The bus is back; the operator republishes.
+	down.down = false
+	for _, id := range ids {
+		versions, err := n.Republish(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: versions %v", id, versions)
+	}
+	streamed := map[string][]string{}
+	for _, d := range up.got {
+		var k struct{ OperationID string }
+		_ = json.Unmarshal(d, &k)
+		streamed[k.OperationID] = append(streamed[k.OperationID], string(d))
+	}
+	republished := map[string][]string{}
+	last := map[string]int{}
+	for _, d := range down.got {
+		var k struct {
+			OperationID string
+			Version     int
+		}
+		_ = json.Unmarshal(d, &k)
+		if k.Version <= last[k.OperationID] {
+			t.Errorf("%s: version %d republished after %d", k.OperationID, k.Version, last[k.OperationID])
+		}
+		last[k.OperationID] = k.Version
+		republished[k.OperationID] = append(republished[k.OperationID], string(d))
+	}
+	for _, id := range ids {
+		if fmt.Sprint(republished[id]) != fmt.Sprint(streamed[id]) {
+			t.Errorf("%s republished:\n%s\nthe stream path published:\n%s", id, strings.Join(republished[id], "\n"), strings.Join(streamed[id], "\n"))
+		}
+	}
+	if len(down.got) != len(batch.Records) {
+		t.Errorf("republished %d events, the stream carried %d changes", len(down.got), len(batch.Records))
+	}
+}
+
+// Republish stops at the bus's failure and says how far it got.
+func TestRepublishReportsWhatItPublished(t *testing.T) {
+	var facts []operation.Fact
+	for _, w := range writes("op_ok") {
+		for _, f := range w {
+			f.Version = len(facts) + 1
+			facts = append(facts, f)
+		}
+	}
+	b := &bus{failAt: 2}
+	n := &notify.Notifier{Bus: b, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Facts: func(context.Context, string) ([]operation.Fact, error) { return facts, nil }}
+	versions, err := n.Republish(context.Background(), "op_ok")
+	if err == nil || fmt.Sprint(versions) != "[1 2]" {
+		t.Fatalf("%v %v", versions, err)
+	}
+	if _, err := notify.History("op_x", facts[1:]); !errors.Is(err, operation.ErrMalformedHistory) {
+		t.Fatalf("a history without its accepted fact: %v", err)
 	}
 }
