@@ -2,15 +2,19 @@ package reconcile_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/intent"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
@@ -285,5 +289,68 @@ func TestWorkPerRunIsBounded(t *testing.T) {
 	f.run()
 	if n := len(f.exec.Executions()); n != 5 {
 		t.Fatalf("%d executions after three runs", n)
+	}
+}
+
+// awsEndWhenRecordFails is how Step Functions ends an execution whose Record state keeps
+// failing, by the workflow's own definition: a Catch on Record that leads to a Succeed state
+// ends the execution SUCCEEDED with the state's input (the step's report) plus the error at
+// the Catch's ResultPath; without one, the execution FAILED, and DescribeExecution returns
+// no output for a failed execution.
+func awsEndWhenRecordFails(t *testing.T, input string) (reconcile.Status, []byte) {
+	t.Helper()
+	var asl struct {
+		States map[string]struct {
+			Type  string
+			Catch []struct {
+				ErrorEquals []string
+				ResultPath  string
+				Next        string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(stepfunctions.Template()), &asl); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range asl.States["Record"].Catch {
+		if slices.Contains(c.ErrorEquals, "States.ALL") && asl.States[c.Next].Type == "Succeed" {
+			var out map[string]any
+			if err := json.Unmarshal([]byte(input), &out); err != nil {
+				t.Fatal(err)
+			}
+			out[strings.TrimPrefix(c.ResultPath, "$.")] = map[string]any{"Error": "Lambda.Unknown", "Cause": "the recorder kept failing"}
+			b, _ := json.Marshal(out)
+			return reconcile.Succeeded, b
+		}
+	}
+	return reconcile.Failed, nil
+}
+
+// Issue #12, defect 3: the recorder fails until its retries run out on AWS. The outcome the
+// worker reported must still be recorded, as what happened, by the reconciler: a success
+// stays a success, and a cancel the worker honoured stays canceled, never outcome_unknown.
+func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
+	for _, tc := range []struct {
+		name, report string
+		cancel       bool
+		want         operation.State
+	}{
+		{"success", `{"done":true,"outcome":"succeeded","result":{"n":3}}`, false, operation.Succeeded},
+		{"cancel honoured", `{"done":true,"outcome":"canceled"}`, true, operation.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.started(true)
+			if tc.cancel {
+				f.cancel(id)
+			}
+			status, output := awsEndWhenRecordFails(t, `{"operationId":"`+id+`","step":1,"task":{"report":`+tc.report+`}}`)
+			f.exec.Finish(id, status, output)
+			f.clock.Advance(leases.Cancel + leases.Check + time.Second)
+			f.run()
+			if op := f.load(id); op.State != tc.want {
+				t.Fatalf("%s %+v, want %s", op.State, op.Problem, tc.want)
+			}
+		})
 	}
 }
