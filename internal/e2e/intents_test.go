@@ -104,51 +104,127 @@ func TestCancelBeforeDispatchThroughTheAPI(t *testing.T) {
 	}
 }
 
-// Cancellation arrives between StartExecution and the dispatched fact: one consistent end,
-// canceled, and the only execution is stopped.
+// A cancel racing dispatch, in each ordering, ends canceled in exactly one right way:
+//   - the cancel lands before the worker starts (between the dispatcher's read and
+//     StartExecution, or after StartExecution but before the worker's started): the API
+//     cancels at once (cancel_requested and canceled, by the client), no step runs, the
+//     dispatcher loses its append and stops the only execution;
+//   - the worker starts first (issue #12, lifecycle defect 1): the API records only the
+//     intent, the dispatcher's append loses and it records nothing and stops nothing (nor does
+//     the record the stream delivers later), and the workflow ends by itself at the worker's
+//     next intent check, its recorder recording canceled. Before the fix the dispatcher saw
+//     "cancel requested, no execution recorded", recorded canceled and stopped the execution
+//     mid-step.
+//
+// "after start" leaves the ordering to the race and checks whichever happened.
 func TestCancelRacingDispatch(t *testing.T) {
-	c := alice(t)
-	var id string
-	paused(t, func() {
-		id = c.admit(`{"type":"demo.task","input":{"target":"cancel-race","steps":5,"sleepMs":300}}`)
-		exec := crashingExecutor{Executor: realExecutor()}
-		d := dispatcher(hookExecutor{crashingExecutor: exec, after: func() {
-			if r := c.cancel(id, ""); r.status != http.StatusAccepted {
-				t.Errorf("cancel: %d %s", r.status, r.body)
+	for _, tc := range []struct {
+		name        string
+		before      bool // cancel before StartExecution
+		waitRunning bool // after StartExecution, wait for the worker's started, then cancel
+	}{
+		{name: "before start", before: true},
+		{name: "after start"},
+		{name: "after the worker started", waitRunning: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := alice(t)
+			var id string
+			cancel := func() {
+				if tc.waitRunning {
+					deadline := time.Now().Add(10 * time.Second)
+					for state(t, id).State != operation.Running {
+						if time.Now().After(deadline) {
+							t.Fatalf("the worker did not start: %s", state(t, id).State)
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+				}
+				if r := c.cancel(id, ""); r.status != http.StatusAccepted {
+					t.Errorf("cancel: %d %s", r.status, r.body)
+				}
 			}
-		}})
-		if err := d.Dispatch(context.Background(), id); err != nil {
-			t.Fatal(err)
-		}
-	})
-	r := c.poll(id, 20*time.Second)
-	if r.json["state"] != "canceled" || executions(t, id) != 1 {
-		t.Fatalf("%s, %d executions", r.body, executions(t, id))
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		status, _ := executionOutput(t, id)
-		if status != sfntypes.ExecutionStatusRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the execution is still running after cancellation")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if g := c.do(http.MethodGet, "/v1/operations/"+id, "", ""); g.json["state"] != "canceled" {
-		t.Fatalf("moved after cancel: %s", g.body)
+			paused(t, func() {
+				id = c.admit(fmt.Sprintf(`{"type":"demo.task","input":{"target":"cancel-race-%d","steps":5,"sleepMs":300}}`, time.Now().UnixNano()))
+				h := hookExecutor{crashingExecutor: crashingExecutor{Executor: realExecutor()}, after: cancel}
+				if tc.before {
+					h = hookExecutor{crashingExecutor: h.crashingExecutor, before: cancel}
+				}
+				if err := dispatcher(h).Dispatch(context.Background(), id); err != nil {
+					t.Fatal(err)
+				}
+			})
+			r := c.poll(id, 20*time.Second)
+			if r.json["state"] != "canceled" || executions(t, id) != 1 {
+				t.Fatalf("%s, %d executions", r.body, executions(t, id))
+			}
+			var status sfntypes.ExecutionStatus
+			var output string
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				if status, output = executionOutput(t, id); status != sfntypes.ExecutionStatusRunning {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the execution is still running after cancellation")
+				}
+			}
+			time.Sleep(500 * time.Millisecond) // the record the stream held reaches the dispatcher
+			history, err := store().Facts(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			started := false
+			for _, f := range history {
+				got = append(got, string(f.Kind)+"/"+string(f.Source))
+				started = started || f.Kind == operation.KindStarted
+			}
+			switch {
+			case tc.before && started, tc.waitRunning && !started:
+				t.Fatalf("the ordering was not the one forced: %v", got)
+			case !started:
+				// The cancel came first: canceled at once by the API, nothing ran.
+				if want := "accepted/admission cancel_requested/client canceled/client"; strings.Join(got, " ") != want {
+					t.Errorf("facts %v, want %s", got, want)
+				}
+				if r.json["observedAt"] != nil {
+					t.Errorf("an executor reported, though nothing ran: %s", r.body)
+				}
+			default:
+				// The worker came first: the workflow stopped itself at the next intent check
+				// and recorded canceled; nobody recorded for it, and nobody stopped it.
+				if want := "accepted/admission started/executor cancel_requested/client canceled/executor"; strings.Join(got, " ") != want {
+					t.Errorf("facts %v, want %s", got, want)
+				}
+				var end struct {
+					Task struct{ Report struct{ Outcome string } }
+				}
+				_ = json.Unmarshal([]byte(output), &end)
+				if status != sfntypes.ExecutionStatusSucceeded || end.Task.Report.Outcome != "canceled" {
+					t.Errorf("the execution did not end by itself at an intent check: %s %s", status, output)
+				}
+			}
+			if g := c.do(http.MethodGet, "/v1/operations/"+id, "", ""); g.json["state"] != "canceled" || g.json["version"] != r.json["version"] {
+				t.Fatalf("moved after cancel: %s", g.body)
+			}
+			t.Logf("facts %v; execution %s", got, status)
+		})
 	}
 }
 
 type hookExecutor struct {
 	crashingExecutor
-	after func()
+	before, after func()
 }
 
 func (h hookExecutor) Start(ctx context.Context, workflow, name string, input []byte) (string, error) {
+	if h.before != nil {
+		h.before()
+	}
 	ref, err := h.crashingExecutor.Start(ctx, workflow, name, input)
-	h.after()
+	if h.after != nil {
+		h.after()
+	}
 	return ref, err
 }
 

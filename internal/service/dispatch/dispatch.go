@@ -93,14 +93,23 @@ func New(d Dispatcher) (*Dispatcher, error) {
 
 // Dispatch makes sure operation id has exactly one execution (or none, when cancellation
 // came first) and that the facts say so. Safe to call any number of times.
+//
+// It acts only on an operation that nothing has moved past accepted: one still accepted
+// (start, record dispatched), or one whose cancellation came before anything was dispatched
+// or started (record canceled). Anything else (dispatched, started, cancelling after a start,
+// settled, outcome_unknown) belongs to the workflow, the recorder, the reconciler or an
+// operator, and the call changes nothing: a redelivered record must never cancel or stop
+// work that a step may be doing.
 func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 	var started string // the execution this call started or found, if any
 	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
 		switch {
-		case op.State.Terminal(), op.State != operation.Accepted && !(op.CancelRequested && op.Execution == ""):
-			return nil, nil // already dispatched, running or finished
-		case op.CancelRequested:
+		case op.State == operation.Cancelling && untouched(op):
+			// Cancellation intent with nothing dispatched or started (a bare cancel_requested;
+			// the API itself writes canceled with it): no step ran or can run, so it is over.
 			return []operation.Fact{d.fact(operation.KindCanceled, "")}, nil
+		case op.State != operation.Accepted:
+			return nil, nil // dispatched, running, cancelling, settled: not the dispatcher's
 		}
 		typ, ok := d.Registry.Lookup(op.Type)
 		if !ok {
@@ -122,15 +131,23 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	// Cancellation won the race after this call started an execution: stop it, so the only
-	// execution there ever was does no more work. The worker would stop at its next intent
-	// check anyway; this spares it the wait.
-	if started != "" && op.CancelRequested && op.Execution == "" {
+	// Cancellation won the race after this call started an execution, before any step began:
+	// stop it, so the only execution there ever was does no more work. Its worker would find
+	// the operation canceled and do nothing anyway; this spares it the wait. An operation
+	// that started is never stopped here: its step may be in flight.
+	if started != "" && op.State == operation.Canceled && untouched(op) {
 		if err := d.Executor.Stop(ctx, started, "canceled before dispatch was recorded"); err != nil {
 			d.Log.WarnContext(ctx, "stop after cancel", "operation_id", id, "error", err.Error())
 		}
 	}
 	return nil
+}
+
+// untouched reports whether no dispatch is recorded and no step ever began on op: then no
+// worker can be acting on it, and none will once its cancellation is recorded (a worker
+// appends started before any step, and never on a cancel-requested operation).
+func untouched(op operation.Operation) bool {
+	return op.Execution == "" && !op.Started
 }
 
 func (d *Dispatcher) fact(kind operation.Kind, execution string) operation.Fact {
@@ -165,6 +182,15 @@ func (d *Dispatcher) HandleStream(ctx context.Context, ev events.DynamoDBEvent) 
 	return resp, nil
 }
 
+// poison reports whether err is one that retrying the record cannot fix: a permanent
+// executor failure, an operation that does not exist, or a stored history that is not a
+// legal one (an illegal transition, a gap). Such a record goes to the dead-letter queue, so
+// it does not hold up its shard until the mapping gives up on it.
+func poison(err error) bool {
+	return errors.Is(err, ErrPermanent) || problem.CodeOf(err) == problem.NotFound ||
+		errors.Is(err, operation.ErrIllegalTransition) || errors.Is(err, operation.ErrMalformedHistory)
+}
+
 // handle dispatches one record's operation and reports whether the record is done with.
 func (d *Dispatcher) handle(ctx context.Context, id, sequence string) bool {
 	log := d.Log.With("operation_id", id, "sequence", sequence)
@@ -173,7 +199,7 @@ func (d *Dispatcher) handle(ctx context.Context, id, sequence string) bool {
 	case err == nil:
 		log.InfoContext(ctx, "dispatched")
 		return true
-	case errors.Is(err, ErrPermanent) || problem.CodeOf(err) == problem.NotFound:
+	case poison(err):
 		log.ErrorContext(ctx, "poison record", "error", err.Error())
 		if dlqErr := d.DeadLetters.Send(ctx, DeadLetter{OperationID: id, Reason: err.Error(), Source: "dispatcher"}); dlqErr != nil {
 			log.ErrorContext(ctx, "dead-letter queue", "error", dlqErr.Error())

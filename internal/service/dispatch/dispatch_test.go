@@ -2,21 +2,31 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/core/facts"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/problem"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
+	"github.com/longrun-dev/longrun/internal/service/worker"
 	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
 	"github.com/longrun-dev/longrun/internal/testkit/fakeexecutor"
 )
@@ -30,6 +40,7 @@ type fixture struct {
 	dlq   *letters
 	d     *dispatch.Dispatcher
 	admit *dynamotest.Admitter
+	raw   *dynamodb.Client // the table's client, for writing items the store would refuse
 }
 
 type letters struct {
@@ -47,7 +58,7 @@ func (l *letters) Send(_ context.Context, letter dispatch.DeadLetter) error {
 func newFixture(t *testing.T) *fixture {
 	client, _ := dynamotest.NewClient(t)
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
-	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, dlq: &letters{}, admit: dynamotest.NewAdmitter(store, time.Now)}
+	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, dlq: &letters{}, admit: dynamotest.NewAdmitter(store, time.Now), raw: client}
 	d, err := dispatch.New(dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: f.dlq,
 		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation})
 	if err != nil {
@@ -62,12 +73,88 @@ func (f *fixture) accepted() string { return f.admit.Admit(f.t, "") }
 
 func (f *fixture) load(id string) operation.Operation { return dynamotest.Load(f.t, f.store, id) }
 
-func (f *fixture) cancel(id string) {
+// cancel cancels id as the API does (the real intent service): canceled at once while it is
+// accepted, cancelling once it was dispatched or started.
+func (f *fixture) cancel(id string) operation.Operation { return dynamotest.Cancel(f.t, f.store, id) }
+
+// dispatcherOn is a second dispatcher, like f.d but on store.
+func (f *fixture) dispatcherOn(store facts.Store) *dispatch.Dispatcher {
 	f.t.Helper()
-	op := f.load(id)
-	if _, err := f.store.Append(context.Background(), op, operation.Fact{Kind: operation.KindCancelRequested, At: time.Now(), Source: operation.SourceClient}); err != nil {
+	d, err := dispatch.New(dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: f.dlq,
+		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation})
+	if err != nil {
 		f.t.Fatal(err)
 	}
+	return d
+}
+
+// history lists id's facts as kind/source, for failure messages.
+func (f *fixture) history(id string) string {
+	f.t.Helper()
+	fs, err := f.store.Facts(context.Background(), id)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, x := range fs {
+		out = append(out, string(x.Kind)+"/"+string(x.Source))
+	}
+	return strings.Join(out, " ")
+}
+
+// redeliver hands the dispatcher the stream record of id's accepted fact again.
+func (f *fixture) redeliver(id, sequence string) events.DynamoDBEventResponse {
+	f.t.Helper()
+	resp, err := f.d.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{dynamotest.FactRecord(id, "accepted", sequence)}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return resp
+}
+
+func (f *fixture) record(in recorder.Input) {
+	f.t.Helper()
+	rec := &recorder.Recorder{Store: f.store, Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	if err := rec.Handle(context.Background(), in); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// failingAppend is a store whose next n appends of a fact of kind fail as a throttled or
+// timed-out write does: nothing is written and the writer gets an error.
+type failingAppend struct {
+	*dynamo.Store
+	kind operation.Kind
+	mu   sync.Mutex
+	n    int
+}
+
+func (s *failingAppend) Append(ctx context.Context, op operation.Operation, fs ...operation.Fact) (operation.Operation, error) {
+	s.mu.Lock()
+	fail := s.n > 0 && slices.ContainsFunc(fs, func(x operation.Fact) bool { return x.Kind == s.kind })
+	if fail {
+		s.n--
+	}
+	s.mu.Unlock()
+	if fail {
+		return op, problem.Wrap(problem.Unavailable, errors.New("ThrottlingException: rate exceeded"), "A dependency is unavailable.")
+	}
+	return s.Store.Append(ctx, op, fs...)
+}
+
+// step is a worker step that runs during while it is in flight (after the worker recorded
+// started), then ends with err, or succeeds when err is nil.
+type step struct {
+	during func()
+	err    error
+}
+
+func (s step) Step(_ context.Context, _ operation.Operation, n int) (worker.Report, error) {
+	s.during()
+	if s.err != nil {
+		return worker.Report{}, s.err
+	}
+	return worker.Report{Done: true, Step: n + 1, Outcome: operation.KindSucceeded, Result: json.RawMessage(`{"done":true}`)}, nil
 }
 
 func TestDispatchStartsOneExecutionNamedAfterTheOperation(t *testing.T) {
@@ -130,10 +217,14 @@ func TestCrashAfterStartBeforeFact(t *testing.T) {
 	}
 }
 
+// Cancellation before dispatch, through the API: canceled at once; the record then starts
+// nothing.
 func TestCancelBeforeDispatchStartsNothing(t *testing.T) {
 	f := newFixture(t)
 	id := f.accepted()
-	f.cancel(id)
+	if op := f.cancel(id); op.State != operation.Canceled {
+		t.Fatalf("the API cancels an accepted operation at once, not %s", op.State)
+	}
 	if err := f.d.Dispatch(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +233,9 @@ func TestCancelBeforeDispatchStartsNothing(t *testing.T) {
 	}
 }
 
-// Cancellation lands between StartExecution and the dispatched fact: the dispatcher loses
-// the append, re-reads, records canceled and stops the execution it started.
+// Cancellation lands between StartExecution and the dispatched fact, before the worker
+// started: the API cancels at once, the dispatcher loses the append, re-reads, finds canceled
+// and stops the execution it started (whose worker would find canceled and do nothing).
 func TestCancelRacingDispatch(t *testing.T) {
 	f := newFixture(t)
 	id := f.accepted()
@@ -154,6 +246,186 @@ func TestCancelRacingDispatch(t *testing.T) {
 	ex := f.exec.Executions()[id]
 	if op := f.load(id); op.State != operation.Canceled || !ex.Stopped {
 		t.Fatalf("state %s stopped %v", op.State, ex.Stopped)
+	}
+}
+
+// A cancel_requested fact straight after accepted, with nothing started, is a history the API
+// never writes (it writes canceled with it) but another writer may have: the record then
+// records canceled and starts nothing.
+func TestBareCancelIntentBeforeDispatchCancels(t *testing.T) {
+	f := newFixture(t)
+	id := f.accepted()
+	if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindCancelRequested, At: time.Now(), Source: operation.SourceClient}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := f.redeliver(id, "100"); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %+v", resp.BatchItemFailures)
+	}
+	if op := f.load(id); op.State != operation.Canceled || len(f.exec.Executions()) != 0 {
+		t.Fatalf("%s, %d executions: %s", op.State, len(f.exec.Executions()), f.history(id))
+	}
+}
+
+// Issue #12, lifecycle defect 1: a redelivered stream record cancels work that is already
+// running. The dispatcher starts the execution, then its dispatched append fails (throttled);
+// the worker's first step appends started, so the operation is running with no execution
+// recorded; the client cancels (cancelling); the record is redelivered while the step is in
+// flight. The dispatcher must leave started work alone: no canceled fact (it would free the
+// target lock and the quota slot mid-step and refuse the step's result), no StopExecution, no
+// failed record. The step's success is recorded as what happened.
+func TestRedeliveryAfterAFailedDispatchedAppendLeavesRunningWorkAlone(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := f.accepted()
+	if err := f.dispatcherOn(&failingAppend{Store: f.store, kind: operation.KindDispatched, n: 1}).Dispatch(ctx, id); err == nil {
+		t.Fatal("the dispatched append was to fail")
+	}
+	if op := f.load(id); len(f.exec.Executions()) != 1 || op.State != operation.Accepted {
+		t.Fatalf("after the failed append: %d executions, %s", len(f.exec.Executions()), op.State)
+	}
+	var redelivered events.DynamoDBEventResponse
+	w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() {
+		if op := f.cancel(id); op.State != operation.Cancelling {
+			t.Errorf("cancel during the first step: %s", op.State)
+		}
+		redelivered = f.redeliver(id, "100")
+	}}}
+	rep, err := w.Handle(ctx, worker.Task{OperationID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.record(recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}})
+	if len(redelivered.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
+		t.Errorf("the redelivered record failed: %+v, dead letters %+v", redelivered.BatchItemFailures, f.dlq.got)
+	}
+	if f.exec.Executions()[id].Stopped {
+		t.Error("the dispatcher stopped the execution while its step was in flight")
+	}
+	if op := f.load(id); op.State != operation.Succeeded {
+		t.Fatalf("the step succeeded, but the operation is %s: %s", op.State, f.history(id))
+	}
+}
+
+// Issue #12, lifecycle defect 1, on the first delivery: StartExecution succeeds, the worker's
+// first step starts and the client cancels before the dispatched append, which then loses to
+// them. The dispatcher's re-read finds the work started and cancelling: it records nothing and
+// stops nothing (before the fix it recorded canceled and called StopExecution mid-step).
+func TestCancelAfterTheWorkerStartedDuringDispatchStopsNothing(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := f.accepted()
+	began, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() { close(began); <-release }}}
+	var rep worker.Report
+	var werr error
+	f.exec.AfterStart = func(string) error {
+		go func() { defer close(done); rep, werr = w.Handle(ctx, worker.Task{OperationID: id}) }()
+		<-began
+		if op := f.cancel(id); op.State != operation.Cancelling {
+			t.Errorf("cancel during the first step: %s", op.State)
+		}
+		return nil
+	}
+	err := f.d.Dispatch(ctx, id)
+	close(release)
+	<-done
+	if err != nil || werr != nil {
+		t.Fatalf("dispatch: %v, worker: %v", err, werr)
+	}
+	if f.exec.Executions()[id].Stopped {
+		t.Error("the dispatcher stopped the execution while its step was in flight")
+	}
+	if op := f.load(id); op.State != operation.Cancelling {
+		t.Errorf("while the step runs the operation must stay cancelling, not %s: %s", op.State, f.history(id))
+	}
+	f.record(recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}})
+	if op := f.load(id); op.State != operation.Succeeded {
+		t.Fatalf("the step succeeded, but the operation is %s: %s", op.State, f.history(id))
+	}
+}
+
+// Issue #12, lifecycle defect 1, from outcome_unknown: as above, but the step fails after its
+// effect (the worker process dies), so the recorder records outcome_unknown. The record,
+// redelivered after that, has nothing to do; before the fix it tried to append canceled, got
+// an illegal transition, and was retried as transient until it reached the dead-letter queue,
+// holding up its shard.
+func TestRedeliveryAfterAnUnknownOutcomeIsDoneWith(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	id := f.accepted()
+	if err := f.dispatcherOn(&failingAppend{Store: f.store, kind: operation.KindDispatched, n: 1}).Dispatch(ctx, id); err == nil {
+		t.Fatal("the dispatched append was to fail")
+	}
+	w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() { f.cancel(id) }, err: errors.New("the process died after acting")}}
+	if _, err := w.Handle(ctx, worker.Task{OperationID: id}); err == nil {
+		t.Fatal("the step was to fail")
+	}
+	f.record(recorder.Input{OperationID: id, Error: &recorder.TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"exit status 2"}`}})
+	before := f.load(id)
+	if before.State != operation.OutcomeUnknown {
+		t.Fatalf("setup: %s: %s", before.State, f.history(id))
+	}
+	if resp := f.redeliver(id, "100"); len(resp.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
+		t.Fatalf("the redelivered record failed: %+v, dead letters %+v", resp.BatchItemFailures, f.dlq.got)
+	}
+	if op := f.load(id); op.State != operation.OutcomeUnknown || op.Version != before.Version || f.exec.Executions()[id].Stopped {
+		t.Fatalf("%s v%d (was v%d), stopped %v: %s", op.State, op.Version, before.Version, f.exec.Executions()[id].Stopped, f.history(id))
+	}
+}
+
+// Issue #12: a record whose operation's stored history is not a legal one (an illegal
+// transition, a gap) can never be dispatched, however often it is retried: it is poison, so
+// it goes to the dead-letter queue instead of being reported failed and blocking its shard.
+func TestPoisonHistoriesAreDeadLetteredNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int
+		kind    operation.Kind
+	}{
+		{"illegal transition: accepted twice", 2, operation.KindAccepted},
+		{"malformed: a gap before version 3", 3, operation.KindDispatched},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.accepted()
+			f.putFact(id, tc.version, tc.kind)
+			resp := f.redeliver(id, "100")
+			if len(resp.BatchItemFailures) != 0 {
+				t.Errorf("reported as transient: %+v", resp.BatchItemFailures)
+			}
+			if len(f.dlq.got) != 1 || f.dlq.got[0].OperationID != id {
+				t.Errorf("dead letters %+v", f.dlq.got)
+			}
+			if len(f.exec.Executions()) != 0 {
+				t.Error("an execution was started for a broken history")
+			}
+		})
+	}
+}
+
+// putFact writes a fact item directly, bypassing Append's checks, as a bug or a manual edit
+// would: a copy of the accepted fact's item, renumbered, with the kind changed.
+func (f *fixture) putFact(id string, version int, kind operation.Kind) {
+	f.t.Helper()
+	ctx := context.Background()
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "OP#" + id}, "sk": &types.AttributeValueMemberS{Value: "FACT#00000001"}}
+	out, err := f.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: &f.store.Table, Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil || out.Item == nil {
+		f.t.Fatalf("read the accepted fact: %v", err)
+	}
+	var fact operation.Fact
+	if err := json.Unmarshal([]byte(out.Item["fact"].(*types.AttributeValueMemberS).Value), &fact); err != nil {
+		f.t.Fatal(err)
+	}
+	fact.Version, fact.Kind = version, kind
+	payload, _ := json.Marshal(fact)
+	item := out.Item
+	item["sk"] = &types.AttributeValueMemberS{Value: fmt.Sprintf("FACT#%08d", version)}
+	item["version"] = &types.AttributeValueMemberN{Value: fmt.Sprint(version)}
+	item["kind"] = &types.AttributeValueMemberS{Value: string(kind)}
+	item["fact"] = &types.AttributeValueMemberS{Value: string(payload)}
+	if _, err := f.raw.PutItem(ctx, &dynamodb.PutItemInput{TableName: &f.store.Table, Item: item}); err != nil {
+		f.t.Fatal(err)
 	}
 }
 

@@ -7,6 +7,7 @@ package recorder
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -51,7 +52,9 @@ type Recorder struct {
 
 // Outcome decides the fact an execution's end calls for; ok is false when there is nothing
 // to record (the operation was settled elsewhere). A worker failure is an unknown outcome:
-// the step may have acted before it failed, and a blind retry could act twice.
+// the step may have acted before it failed, and a blind retry could act twice. The one
+// exception is a worker that failed before its step began (worker.NotStartedErrorType):
+// that step did nothing, so the operation failed (worker_unavailable).
 func Outcome(in Input) (f operation.Fact, ok bool) {
 	failure := ""
 	switch {
@@ -61,6 +64,14 @@ func Outcome(in Input) (f operation.Fact, ok bool) {
 		failure = "no report"
 	case in.report().ErrorType != "":
 		failure = in.report().ErrorType
+	}
+	if failure == worker.NotStartedErrorType {
+		detail := "The worker could not check the operation before its first step, so no work ran."
+		if in.Step > 0 {
+			detail = fmt.Sprintf("The worker could not check the operation before step %d of its work, so that step never ran; the steps before it had completed.", in.Step+1)
+		}
+		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceExecutor,
+			Problem: operation.NewProblem("worker_unavailable", "Worker unavailable", detail)}, true
 	}
 	if failure != "" {
 		return operation.Fact{Kind: operation.KindOutcomeUnknown, Source: operation.SourceExecutor,

@@ -38,6 +38,9 @@ func TestOutcomeTable(t *testing.T) {
 		{"canceled", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindCanceled}}}, operation.KindCanceled, true},
 		{"settled elsewhere", Input{Task: &Task{Report: &worker.Report{Done: true}}}, "", false},
 		{"no report", Input{}, operation.KindOutcomeUnknown, true},
+		{"a worker error after the step began", Input{Error: &TaskError{Error: "wrapError"}}, operation.KindOutcomeUnknown, true},
+		{"the worker failed before the step began (Catch)", Input{Error: &TaskError{Error: worker.NotStartedErrorType}}, operation.KindFailed, true},
+		{"the worker failed before the step began (payload)", Input{Task: &Task{Report: &worker.Report{ErrorType: worker.NotStartedErrorType}}}, operation.KindFailed, true},
 		{"a non-terminal outcome is not trusted", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindStarted}}}, "", false},
 	}
 	for _, tc := range tests {

@@ -49,7 +49,31 @@ type Runner struct {
 	Now   func() time.Time
 }
 
-// Handle runs one step.
+// NotStartedErrorType is the errorType of a *NotStartedError as the workflow hands it to
+// the recorder: the Lambda runtime reports a handler's error as the name of its type
+// (aws-lambda-go, lambdaErrorResponse), and so does the workflow's Catch. Renaming the type
+// changes it.
+const NotStartedErrorType = "NotStartedError"
+
+// NotStartedError is an invocation's failure before its step began: the worker could not
+// read the operation or record its start (throttled, timed out), so it ran none of the
+// step's work. Nothing of that step can have happened, so the recorder records failed
+// (worker_unavailable), not outcome_unknown. Any error after the step began is not one.
+type NotStartedError struct {
+	OperationID string
+	Step        int
+	Err         error
+}
+
+func (e *NotStartedError) Error() string {
+	return fmt.Sprintf("step %d of %s did not start: %v", e.Step, e.OperationID, e.Err)
+}
+
+func (e *NotStartedError) Unwrap() error { return e.Err }
+
+// Handle runs one step. An error before the step's work begins is a *NotStartedError
+// (returned as is, so that its type is the invocation's errorType); an error from the work
+// itself is any other error: the step may have acted.
 func (r *Runner) Handle(ctx context.Context, task Task) (Report, error) {
 	op, err := facts.Update(ctx, r.Store, task.OperationID, func(op operation.Operation) ([]operation.Fact, error) {
 		if op.State == operation.Accepted || op.State == operation.Dispatched {
@@ -58,7 +82,7 @@ func (r *Runner) Handle(ctx context.Context, task Task) (Report, error) {
 		return nil, nil
 	})
 	if err != nil {
-		return Report{}, fmt.Errorf("step %d of %s: %w", task.Step, task.OperationID, err)
+		return Report{}, &NotStartedError{OperationID: task.OperationID, Step: task.Step, Err: err}
 	}
 	done := Report{OperationID: op.ID, Done: true, Step: task.Step}
 	switch {

@@ -7,11 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/core/facts"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/problem"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
 	"github.com/longrun-dev/longrun/internal/service/worker"
 	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
@@ -77,8 +80,8 @@ func TestIntentIsCheckedBeforeEveryStep(t *testing.T) {
 	if _, err := r.Handle(ctx, worker.Task{OperationID: id, Step: 0}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.Append(ctx, f.state(id), operation.Fact{Kind: operation.KindCancelRequested, At: time.Now(), Source: operation.SourceClient}); err != nil {
-		t.Fatal(err)
+	if op := dynamotest.Cancel(t, f.store, id); op.State != operation.Cancelling {
+		t.Fatalf("cancel while running: %s", op.State)
 	}
 	rep, err := r.Handle(ctx, worker.Task{OperationID: id, Step: 1})
 	if err != nil || !rep.Done || rep.Outcome != operation.KindCanceled {
@@ -137,5 +140,115 @@ func TestDemoUnknownLosesTheResultAfterTheEffect(t *testing.T) {
 	}
 	if _, err := r.Handle(context.Background(), worker.Task{OperationID: id, Step: 1}); !errors.Is(err, worker.ErrResultLost) {
 		t.Fatalf("last step: %v", err)
+	}
+}
+
+// throttled is the store with its reads or its appends failing as DynamoDB's throttling
+// does: nothing is read or written, and the caller gets an error.
+type throttled struct {
+	*dynamo.Store
+	load, append bool
+}
+
+var errThrottled = problem.Wrap(problem.Unavailable, errors.New("ThrottlingException: rate exceeded"), "A dependency is unavailable.")
+
+func (s throttled) Load(ctx context.Context, id string) (operation.Operation, error) {
+	if s.load {
+		return operation.Operation{}, errThrottled
+	}
+	return s.Store.Load(ctx, id)
+}
+
+func (s throttled) Append(ctx context.Context, op operation.Operation, fs ...operation.Fact) (operation.Operation, error) {
+	if s.append {
+		return op, errThrottled
+	}
+	return s.Store.Append(ctx, op, fs...)
+}
+
+// lambdaErrorType is the errorType the Lambda Go runtime reports for a handler's error
+// (aws-lambda-go lambda/errors.go, lambdaErrorResponse): the name of the error's dynamic
+// type, pointer stripped. The workflow's Catch names the error the same way (Error), and an
+// emulator that ignores function errors hands it over as the report's errorType.
+func lambdaErrorType(err error) string {
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// bothPaths is how the recorder receives a worker invocation's error: through the
+// workflow's Catch (Step Functions on AWS) and as the error payload in the task result.
+func bothPaths(id string, step int, err error) (viaCatch, viaPayload recorder.Input) {
+	typ := lambdaErrorType(err)
+	cause, _ := json.Marshal(map[string]string{"errorType": typ, "errorMessage": err.Error()})
+	viaCatch = recorder.Input{OperationID: id, Step: step, Error: &recorder.TaskError{Error: typ, Cause: string(cause)}}
+	viaPayload = recorder.Input{OperationID: id, Step: step, Task: &recorder.Task{Report: &worker.Report{ErrorType: typ, ErrorMessage: err.Error()}}}
+	return viaCatch, viaPayload
+}
+
+// Issue #12, lifecycle defect 5: work that never ran goes to an operator. A worker that
+// fails before its step begins (its read of the operation, or its started append, throttled)
+// did nothing: its failure is provably no effect, so it is recorded failed
+// (worker_unavailable), the same on both paths, not outcome_unknown. A failure after the
+// step began stays outcome_unknown (worker_error), exactly as before.
+func TestAFailureBeforeTheStepBeganIsRecordedFailed(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		name       string
+		dispatched bool // the dispatcher's fact landed before the worker ran
+		before     int  // steps that ran normally first
+		store      func(*dynamo.Store) facts.Store
+		kind       operation.Kind
+		code       string
+	}{
+		{"the first read is throttled", true, 0, func(s *dynamo.Store) facts.Store { return throttled{Store: s, load: true} }, operation.KindFailed, "worker_unavailable"},
+		{"the first read is throttled, before the dispatcher's fact", false, 0, func(s *dynamo.Store) facts.Store { return throttled{Store: s, load: true} }, operation.KindFailed, "worker_unavailable"},
+		{"the started append is throttled", true, 0, func(s *dynamo.Store) facts.Store { return throttled{Store: s, append: true} }, operation.KindFailed, "worker_unavailable"},
+		{"the read before a later step is throttled", true, 1, func(s *dynamo.Store) facts.Store { return throttled{Store: s, load: true} }, operation.KindFailed, "worker_unavailable"},
+		{"the step fails after it may have acted", true, 1, func(s *dynamo.Store) facts.Store { return s }, operation.KindOutcomeUnknown, "worker_error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.accepted(`{"type":"demo.task","input":{"target":"n","steps":2,"outcome":"unknown"}}`)
+			if tc.dispatched {
+				if _, err := f.store.Append(ctx, f.state(id), operation.Fact{Kind: operation.KindDispatched, At: time.Now(), Source: operation.SourceDispatcher, Execution: "exec"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			healthy := &worker.Runner{Store: f.store, Work: worker.DemoTask{}, Now: time.Now}
+			for step := range tc.before {
+				if _, err := healthy.Handle(ctx, worker.Task{OperationID: id, Step: step}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := &worker.Runner{Store: tc.store(f.store), Work: worker.DemoTask{}, Now: time.Now}
+			_, err := r.Handle(ctx, worker.Task{OperationID: id, Step: tc.before})
+			if err == nil {
+				t.Fatal("the invocation was to fail")
+			}
+			var notStarted *worker.NotStartedError
+			if before := errors.As(err, &notStarted); before != (tc.kind == operation.KindFailed) || before && lambdaErrorType(err) != worker.NotStartedErrorType {
+				t.Fatalf("%T (errorType %s): a failure before the step must be a *NotStartedError reported as %s, and no other", err, lambdaErrorType(err), worker.NotStartedErrorType)
+			}
+			viaCatch, viaPayload := bothPaths(id, tc.before, err)
+			a, okA := recorder.Outcome(viaCatch)
+			b, okB := recorder.Outcome(viaPayload)
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if !okA || !okB || string(ja) != string(jb) {
+				t.Fatalf("the paths differ:\n%s\n%s", ja, jb)
+			}
+			rec := &recorder.Recorder{Store: f.store, Now: time.Now, Log: log}
+			if err := rec.Handle(ctx, viaPayload); err != nil {
+				t.Fatal(err)
+			}
+			op := f.state(id)
+			if op.State != operation.State(tc.kind) || op.Problem == nil || op.Problem.Code != tc.code {
+				t.Fatalf("errorType %s: recorded %s %+v, want %s (%s)", lambdaErrorType(err), op.State, op.Problem, tc.kind, tc.code)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/ids"
+	"github.com/longrun-dev/longrun/internal/core/intent"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 )
@@ -43,6 +44,21 @@ func (a *Admitter) Admit(tb testing.TB, body string) string {
 		tb.Fatal(err)
 	}
 	return out.Record.OperationID
+}
+
+// Cancel asks to cancel operation id as its owner (alice of acme) does through the API, with
+// the real intent service: cancel_requested and canceled in one append while the operation
+// is still accepted, cancel_requested alone once it was dispatched or started. Tests use it
+// instead of appending intent facts by hand, so they cannot build a history the API never
+// writes. It returns the operation after the call.
+func Cancel(tb testing.TB, store *dynamo.Store, id string) operation.Operation {
+	tb.Helper()
+	s := &intent.Service{Store: store, Now: time.Now}
+	op, _, err := s.Cancel(context.Background(), id, "alice", func(operation.Operation) bool { return true }, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return op
 }
 
 // FactRecord is the stream record of inserting fact 1 of kind for operation id, shaped as
