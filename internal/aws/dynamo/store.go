@@ -274,7 +274,8 @@ func (s *Store) Facts(ctx context.Context, id string) ([]operation.Fact, error) 
 		for _, item := range out.Items {
 			f, err := decodeFact(item)
 			if err != nil {
-				return nil, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+				// A fact that cannot be read never will be: poison, not a transient failure.
+				return nil, problem.Wrap(problem.Internal, fmt.Errorf("%w: %w", operation.ErrMalformedHistory, err), "An internal error occurred.")
 			}
 			facts = append(facts, f)
 		}

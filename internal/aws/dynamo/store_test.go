@@ -217,3 +217,22 @@ func TestProjectionFollowsTheFold(t *testing.T) {
 		t.Fatalf("projection %s\nfold       %s", got, exp)
 	}
 }
+
+// A fact item that cannot be decoded is a malformed history (poison for the stream
+// consumers), not a transient failure to retry until the record expires.
+func TestUnreadableFactIsAMalformedHistory(t *testing.T) {
+	store, client, table := newStore(t)
+	ctx := context.Background()
+	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "OP#op_1"}, "sk": &types.AttributeValueMemberS{Value: "FACT#00000002"},
+		"kind": &types.AttributeValueMemberS{Value: "started"}, "fact": &types.AttributeValueMemberS{Value: "{not json"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Load(ctx, "op_1"); !errors.Is(err, operation.ErrMalformedHistory) {
+		t.Fatalf("err = %v, want ErrMalformedHistory", err)
+	}
+}
