@@ -49,14 +49,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	global.Usage = func() {
 		fmt.Fprintln(stderr, "usage: longrun [-api URL] [-token T | -sigv4] create|get|wait|cancel|list|resolve …")
 		fmt.Fprintln(stderr, "       longrun republish [-table T] [-bus B] ID... | -   (operators: AWS credentials to the table and bus; -h for more)")
+		fmt.Fprintln(stderr, "       longrun unknown [-table T] [-limit N] [-all]      (operators: the operations in outcome_unknown, every tenant's)")
 		global.PrintDefaults()
 	}
 	if err := global.Parse(args); err != nil || global.NArg() == 0 {
 		global.Usage()
 		return 2
 	}
-	if global.Arg(0) == "republish" {
+	switch global.Arg(0) {
+	case "republish":
 		return republish(ctx, global.Args()[1:], stdout, stderr)
+	case "unknown":
+		return unknown(ctx, global.Args()[1:], stdout, stderr, openTable)
 	}
 	c := &apiclient.Client{BaseURL: *api, Token: *token}
 	if *sigv4 {

@@ -36,6 +36,14 @@ const (
 	IndexDue = "due"
 	// DueShards spreads the due index over partitions; the reconciler reads each.
 	DueShards = 8
+
+	// IndexAttention lists the operations waiting for an operator (outcome_unknown), oldest
+	// first, across every tenant (sparse: only they carry the attributes). Such operations
+	// are rare, so one partition holds them all.
+	IndexAttention   = "attention"
+	attrAttention    = "attention"
+	attrAttentionAt  = "attention_at"
+	attentionUnknown = "OUTCOME_UNKNOWN"
 )
 
 // dueShard places an operation on one of the due index's partitions.
@@ -79,6 +87,12 @@ func (s *Store) projectionAttrs(op operation.Operation) (set map[string]types.At
 		set[attrDueAt] = str(operation.FormatTime(due))
 	} else {
 		remove = []string{attrDueShard, attrDueAt}
+	}
+	if op.State == operation.OutcomeUnknown {
+		set[attrAttention] = str(attentionUnknown)
+		set[attrAttentionAt] = str(operation.FormatTime(op.UpdatedAt) + "#" + op.ID)
+	} else {
+		remove = append(remove, attrAttention, attrAttentionAt)
 	}
 	remove = append(remove, attrAttempts) // a new fact is progress: the reconciler's backoff starts over
 	return set, remove, nil

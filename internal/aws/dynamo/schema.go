@@ -11,7 +11,7 @@ import (
 )
 
 // TableSpec is the table's shape, shared by the local stack, the tests and (mirrored) the
-// CDK stack: keys, the scope index, the stream and TTL.
+// CDK stack: keys, the scope, due and attention indexes, the stream and TTL.
 func TableSpec(name string) *dynamodb.CreateTableInput {
 	str := func(n string) types.AttributeDefinition {
 		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
@@ -19,7 +19,8 @@ func TableSpec(name string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{str(attrPK), str(attrSK), str(attrGSI1PK), str(attrGSI1SK), str(attrDueShard), str(attrDueAt)},
+		AttributeDefinitions: []types.AttributeDefinition{str(attrPK), str(attrSK), str(attrGSI1PK), str(attrGSI1SK), str(attrDueShard), str(attrDueAt),
+			str(attrAttention), str(attrAttentionAt)},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(attrSK), KeyType: types.KeyTypeRange},
@@ -39,6 +40,14 @@ func TableSpec(name string) *dynamodb.CreateTableInput {
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude,
 				NonKeyAttributes: []string{attrVersion, attrAttempts}},
+		}, {
+			IndexName: aws.String(IndexAttention),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrAttention), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrAttentionAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude,
+				NonKeyAttributes: []string{attrTenant, attrType, attrTarget, attrRep, attrGSI1PK}},
 		}},
 		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages},
 	}

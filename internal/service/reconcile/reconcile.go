@@ -48,6 +48,8 @@ type Executions interface {
 type Store interface {
 	facts.Store
 	Due(ctx context.Context, now time.Time, limit int) ([]DueItem, error)
+	// CountUnknownOutcomes counts the operations waiting for an operator.
+	CountUnknownOutcomes(ctx context.Context) (int, error)
 	Reschedule(ctx context.Context, id string, version int, at time.Time, attempts int) error
 }
 
@@ -83,6 +85,9 @@ type Summary struct {
 	Stopped     int `json:"stopped"`
 	Rescheduled int `json:"rescheduled"`
 	Errors      int `json:"errors"`
+	// OutcomeUnknown is how many operations wait for an operator, all tenants together:
+	// the run's log line carries it for the alarm on their number.
+	OutcomeUnknown int `json:"outcomeUnknown"`
 }
 
 // maxBackoff caps how far a look is pushed out.
@@ -117,6 +122,12 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 		}
 		r.Log.InfoContext(ctx, "reconciled", "operation_id", item.ID, "action", action)
 	}
+	if sum.OutcomeUnknown, err = r.Store.CountUnknownOutcomes(ctx); err != nil {
+		r.Log.WarnContext(ctx, "count of unknown outcomes", "error", err.Error())
+		sum.OutcomeUnknown = -1
+	}
+	r.Log.InfoContext(ctx, "run", "examined", sum.Examined, "dispatched", sum.Dispatched, "recorded", sum.Recorded,
+		"stopped", sum.Stopped, "rescheduled", sum.Rescheduled, "errors", sum.Errors, "outcome_unknown", sum.OutcomeUnknown)
 	return sum, nil
 }
 

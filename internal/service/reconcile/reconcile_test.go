@@ -259,6 +259,20 @@ func TestDeadlineStopOfWorkThatNeverStartedIsFailed(t *testing.T) {
 	}
 }
 
+// Every run counts the operations waiting for an operator, for the alarm on their number.
+func TestRunCountsUnknownOutcomes(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	f.exec.Finish(id, reconcile.Aborted, nil)
+	f.clock.Advance(leases.Check + time.Second)
+	if sum := f.run(); sum.OutcomeUnknown != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	if sum := f.run(); sum.OutcomeUnknown != 1 || sum.Examined != 0 {
+		t.Fatalf("a second run: %+v", sum)
+	}
+}
+
 func TestStuckPastDeadlineIsStoppedAsUnknown(t *testing.T) {
 	f := newFixture(t)
 	id := f.started(true)
