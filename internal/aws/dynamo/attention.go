@@ -24,14 +24,8 @@ type Unknown struct {
 // the first page), and the position of the next page ("" when there is none). It is for
 // operators, never for a client's answer.
 func (s *Store) UnknownOutcomes(ctx context.Context, limit int, after string) ([]Unknown, string, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 &s.Table,
-		IndexName:                 aws.String(IndexAttention),
-		KeyConditionExpression:    aws.String("#a = :unknown"),
-		ExpressionAttributeNames:  map[string]string{"#a": attrAttention},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":unknown": str(attentionUnknown)},
-		Limit:                     aws.Int32(int32(limit)),
-	}
+	in := s.attentionQuery()
+	in.Limit = aws.Int32(int32(limit))
 	if after != "" {
 		at, id, ok := strings.Cut(after, "#")
 		if !ok || at == "" || id == "" {
@@ -66,14 +60,8 @@ func (s *Store) UnknownOutcomes(ctx context.Context, limit int, after string) ([
 // CountUnknownOutcomes counts the operations waiting for an operator (the reconciler logs it
 // every run, for the alarm on their number).
 func (s *Store) CountUnknownOutcomes(ctx context.Context) (int, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 &s.Table,
-		IndexName:                 aws.String(IndexAttention),
-		KeyConditionExpression:    aws.String("#a = :unknown"),
-		ExpressionAttributeNames:  map[string]string{"#a": attrAttention},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":unknown": str(attentionUnknown)},
-		Select:                    types.SelectCount,
-	}
+	in := s.attentionQuery()
+	in.Select = types.SelectCount
 	n := 0
 	for {
 		out, err := s.Client.Query(ctx, in)
@@ -85,5 +73,16 @@ func (s *Store) CountUnknownOutcomes(ctx context.Context) (int, error) {
 			return n, nil
 		}
 		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+// attentionQuery reads the operations in outcome_unknown from the attention index.
+func (s *Store) attentionQuery() *dynamodb.QueryInput {
+	return &dynamodb.QueryInput{
+		TableName:                 &s.Table,
+		IndexName:                 aws.String(IndexAttention),
+		KeyConditionExpression:    aws.String("#a = :unknown"),
+		ExpressionAttributeNames:  map[string]string{"#a": attrAttention},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":unknown": str(attentionUnknown)},
 	}
 }

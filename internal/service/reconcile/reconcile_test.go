@@ -86,6 +86,19 @@ func (f *fixture) append(id string, kinds ...operation.Kind) {
 	}
 }
 
+// pastDeadline runs the reconciler as the clock goes past id's deadline, and once more
+// past any backoff.
+func (f *fixture) pastDeadline(id string) {
+	f.t.Helper()
+	created := f.load(id).CreatedAt
+	for f.clock.since(created) <= leases.Deadline {
+		f.clock.Advance(leases.Check * 4)
+		f.run()
+	}
+	f.clock.Advance(time.Hour)
+	f.run()
+}
+
 func (f *fixture) load(id string) operation.Operation { return dynamotest.Load(f.t, f.store, id) }
 
 func (f *fixture) run() reconcile.Summary {
@@ -246,13 +259,7 @@ func TestCancellingWhoseExecutionFailedMidStepIsUnknown(t *testing.T) {
 func TestDeadlineStopOfWorkThatNeverStartedIsFailed(t *testing.T) {
 	f := newFixture(t)
 	id := f.started(false)
-	created := f.load(id).CreatedAt
-	for f.clock.since(created) <= leases.Deadline {
-		f.clock.Advance(leases.Check * 4)
-		f.run()
-	}
-	f.clock.Advance(time.Hour)
-	f.run()
+	f.pastDeadline(id)
 	op := f.load(id)
 	if op.State != operation.Failed || op.Problem == nil || op.Problem.Code != "deadline_exceeded" || !f.exec.Executions()[id].Stopped {
 		t.Fatalf("%s %+v", op.State, op.Problem)
@@ -276,13 +283,7 @@ func TestRunCountsUnknownOutcomes(t *testing.T) {
 func TestStuckPastDeadlineIsStoppedAsUnknown(t *testing.T) {
 	f := newFixture(t)
 	id := f.started(true)
-	created := f.load(id).CreatedAt
-	for f.clock.since(created) <= leases.Deadline {
-		f.clock.Advance(leases.Check * 4)
-		f.run()
-	}
-	f.clock.Advance(time.Hour) // past any backoff
-	f.run()
+	f.pastDeadline(id)
 	op := f.load(id)
 	if op.State != operation.OutcomeUnknown || op.Problem.Code != "deadline_exceeded" || !f.exec.Executions()[id].Stopped {
 		t.Fatalf("%s %+v", op.State, op.Problem)
