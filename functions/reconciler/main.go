@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/longrun-dev/longrun/internal/aws/config"
-	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/service/reconcile"
 )
 
@@ -20,7 +19,7 @@ func main() {
 		Store:      fn.Store,
 		Executions: executor,
 		Dispatcher: fn.Dispatcher(executor),
-		Registry:   optype.Builtin(),
+		Registry:   fn.Registry(),
 		Leases:     fn.Config.Leases,
 		Now:        time.Now,
 		Log:        fn.Log,

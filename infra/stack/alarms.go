@@ -13,8 +13,10 @@ import (
 )
 
 // alarms watches what must never pile up: dead letters (a record no consumer could handle),
-// function errors, failed workflows, and operations the reconciler had to repair (stuck
-// work). Alarms carry no actions: each account routes them its own way.
+// function errors, failed workflows, operations the reconciler had to repair (stuck work),
+// admissions refused for a full quota, and operations that ended outcome_unknown (each
+// holds its lock and quota slot). Alarms carry no actions: each account routes them its
+// own way.
 func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function, dlqs map[string]awssqs.Queue,
 	machines map[string]awsstepfunctions.StateMachine, name func(string) *string) {
 	alarm := func(id string, metric awscloudwatch.IMetric, desc string) {
@@ -46,7 +48,7 @@ func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function,
 	// The reconciler logs one line per repaired operation; repairs mean work got stuck.
 	filter := awslogs.NewMetricFilter(stack, jsii.String("StuckOperationsRepaired"), &awslogs.MetricFilterProps{
 		LogGroup:        fns["reconciler"].LogGroup(),
-		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(`{ $.msg = "reconciled" && ($.action = "stopped" || $.action = "recorded" || $.action = "dispatched") }`)),
+		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(StuckPattern)),
 		MetricNamespace: jsii.String("longrun/" + props.Stage),
 		MetricName:      jsii.String("StuckOperationsRepaired"),
 		MetricValue:     jsii.String("1"),
@@ -54,6 +56,71 @@ func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function,
 	alarm("StuckOperations", filter.Metric(&awscloudwatch.MetricOptions{
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 	}), "The reconciler had to dispatch, stop or settle operations that were stuck.")
+
+	// Admission refused for a full quota (the API's request line; 429 is quota_exceeded
+	// only): a caller or tenant holds every slot, by load or because its operations do not end.
+	quota := awslogs.NewMetricFilter(stack, jsii.String("QuotaExceededFilter"), &awslogs.MetricFilterProps{
+		LogGroup:        fns["api"].LogGroup(),
+		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(QuotaExceededPattern)),
+		MetricNamespace: jsii.String("longrun/" + props.Stage),
+		MetricName:      jsii.String("QuotaExceeded"),
+		MetricValue:     jsii.String("1"),
+	})
+	alarm("QuotaExceeded", quota.Metric(&awscloudwatch.MetricOptions{
+		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
+	}), "Admissions were refused with 429 quota_exceeded: a tenant's or caller's active operations fill its quota.")
+
+	// Operations recorded outcome_unknown, by the recorder (a worker failed after it may
+	// have acted) or the reconciler (stopped past the deadline, ended mid-work). Each keeps
+	// its target lock and quota slot until an operator resolves it. One metric, a filter on
+	// each function's log.
+	for _, f := range []string{"recorder", "reconciler"} {
+		awslogs.NewMetricFilter(stack, jsii.String(title(f)+"OutcomeUnknownFilter"), &awslogs.MetricFilterProps{
+			LogGroup:        fns[f].LogGroup(),
+			FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(OutcomeUnknownPatterns[f])),
+			MetricNamespace: jsii.String("longrun/" + props.Stage),
+			MetricName:      jsii.String("OutcomeUnknownRecorded"),
+			MetricValue:     jsii.String("1"),
+		})
+	}
+	alarm("OutcomeUnknown", awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String("longrun/" + props.Stage), MetricName: jsii.String("OutcomeUnknownRecorded"),
+		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
+	}), "Operations ended outcome_unknown: each holds its target lock and quota slot until an operator resolves it.")
+
+	// How many operations wait for an operator, all tenants together: every reconciler run
+	// logs the number (the attention index), so the alarm stays on until they are resolved
+	// (`longrun unknown` lists them).
+	waiting := awslogs.NewMetricFilter(stack, jsii.String("OutcomeUnknownWaitingFilter"), &awslogs.MetricFilterProps{
+		LogGroup:        fns["reconciler"].LogGroup(),
+		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(WaitingPattern)),
+		MetricNamespace: jsii.String("longrun/" + props.Stage),
+		MetricName:      jsii.String("OutcomeUnknownWaiting"),
+		MetricValue:     jsii.String("$.outcome_unknown"),
+	})
+	alarm("OutcomeUnknownWaiting", waiting.Metric(&awscloudwatch.MetricOptions{
+		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
+	}), "Operations are waiting in outcome_unknown for an operator (longrun unknown lists them; resolve settles them).")
+}
+
+// The log lines the alarms count (JSON, as the functions' slog handlers write them).
+const (
+	// StuckPattern: the reconciler's "reconciled" line (internal/service/reconcile).
+	StuckPattern = `{ $.msg = "reconciled" && ($.action = "stopped" || $.action = "recorded" || $.action = "dispatched") }`
+	// QuotaExceededPattern: the API's "request" line (internal/service/httpapi, Handle).
+	QuotaExceededPattern = `{ $.msg = "request" && $.status = 429 }`
+	// WaitingPattern: the reconciler's "run" line, whose outcome_unknown is the number of
+	// operations in that state (-1 when it could not count: left out).
+	WaitingPattern = `{ $.msg = "run" && $.outcome_unknown >= 0 }`
+)
+
+// OutcomeUnknownPatterns: the recorder's "recorded" line (internal/service/recorder) and the
+// reconciler's "reconciled" line, each with the kind of the fact it meant to record
+// (outcome) and the operation's state after the call (state): both outcome_unknown means it
+// was recorded now (a dropped fact leaves another state).
+var OutcomeUnknownPatterns = map[string]string{
+	"recorder":   `{ $.msg = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`,
+	"reconciler": `{ $.msg = "reconciled" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`,
 }
 
 func sorted[V any](m map[string]V) []string {

@@ -1,23 +1,143 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 )
+
+// userPool is the Cognito side of a stage that authorizes with Cognito: the pool, and the
+// app clients whose ID tokens the API accepts (LONGRUN_COGNITO_CLIENT_IDS).
+type userPool struct {
+	pool      awscognito.IUserPool
+	created   awscognito.UserPool // nil for an existing pool (cognitoUserPoolArn)
+	clientIDs *string
+}
+
+// OperatorsGroup is the Cognito group whose members are operators (internal/service/httpapi,
+// Callers.IsOperator).
+const OperatorsGroup = "longrun-operators"
+
+// TenantAttribute is the custom attribute that carries a user's tenant (custom:tenant in
+// the ID token).
+const TenantAttribute = "tenant"
+
+// newUserPool is nil with IAM authorization. With Cognito it is the existing pool and its
+// configured clients, or a pool the stack creates: users are created by administrators
+// (no self sign-up), custom:tenant is set and changed by administrators only
+// (AdminCreateUser, AdminUpdateUserAttributes), and the one app client may read it but not
+// write it, so nobody chooses their own tenant. Its write attributes are listed explicitly:
+// a client without a list may write every attribute.
+func newUserPool(stack awscdk.Stack, props *Props, dev bool, name func(string) *string) *userPool {
+	if !props.cognito() {
+		return nil
+	}
+	if props.CognitoUserPoolArn != "" {
+		return &userPool{
+			pool:      awscognito.UserPool_FromUserPoolArn(stack, jsii.String("UserPool"), jsii.String(props.CognitoUserPoolArn)),
+			clientIDs: jsii.String(strings.Join(props.CognitoClientIDs, ",")),
+		}
+	}
+	pool := awscognito.NewUserPool(stack, jsii.String("UserPool"), &awscognito.UserPoolProps{
+		UserPoolName:      name("users"),
+		SelfSignUpEnabled: jsii.Bool(false),
+		SignInAliases:     &awscognito.SignInAliases{Email: jsii.Bool(true)},
+		CustomAttributes: &map[string]awscognito.ICustomAttribute{
+			TenantAttribute: awscognito.NewStringAttribute(&awscognito.StringAttributeProps{
+				MinLen: jsii.Number(1), MaxLen: jsii.Number(256), Mutable: jsii.Bool(true),
+			}),
+		},
+		AccountRecovery: awscognito.AccountRecovery_EMAIL_ONLY,
+		PasswordPolicy: &awscognito.PasswordPolicy{
+			MinLength: jsii.Number(12), RequireLowercase: jsii.Bool(true), RequireUppercase: jsii.Bool(true),
+			RequireDigits: jsii.Bool(true), RequireSymbols: jsii.Bool(true),
+			TempPasswordValidity: awscdk.Duration_Days(jsii.Number(3)),
+		},
+		Mfa:                awscognito.Mfa_OPTIONAL,
+		MfaSecondFactor:    &awscognito.MfaSecondFactor{Otp: jsii.Bool(true), Sms: jsii.Bool(false)},
+		DeletionProtection: jsii.Bool(!dev),
+		RemovalPolicy:      removal(dev),
+	})
+	client := pool.AddClient(jsii.String("ApiClient"), &awscognito.UserPoolClientOptions{
+		UserPoolClientName:         name("api"),
+		GenerateSecret:             jsii.Bool(false),
+		AuthFlows:                  &awscognito.AuthFlow{UserSrp: jsii.Bool(true)},
+		DisableOAuth:               jsii.Bool(true),
+		PreventUserExistenceErrors: jsii.Bool(true),
+		EnableTokenRevocation:      jsii.Bool(true),
+		IdTokenValidity:            awscdk.Duration_Hours(jsii.Number(1)),
+		AccessTokenValidity:        awscdk.Duration_Hours(jsii.Number(1)),
+		RefreshTokenValidity:       awscdk.Duration_Days(jsii.Number(30)),
+		ReadAttributes: awscognito.NewClientAttributes().
+			WithStandardAttributes(&awscognito.StandardAttributesMask{Email: jsii.Bool(true), EmailVerified: jsii.Bool(true), Fullname: jsii.Bool(true)}).
+			WithCustomAttributes(jsii.String(TenantAttribute)),
+		WriteAttributes: awscognito.NewClientAttributes().
+			WithStandardAttributes(&awscognito.StandardAttributesMask{Fullname: jsii.Bool(true)}),
+	})
+	awscognito.NewCfnUserPoolGroup(stack, jsii.String("OperatorsGroup"), &awscognito.CfnUserPoolGroupProps{
+		UserPoolId:  pool.UserPoolId(),
+		GroupName:   jsii.String(OperatorsGroup),
+		Description: jsii.String("Operators: may resolve operations whose outcome is unknown."),
+	})
+	return &userPool{pool: pool, created: pool, clientIDs: client.UserPoolClientId()}
+}
+
+// accessLogFields are the access log's fields: who called (IP, IAM identity, Cognito sub),
+// what (method, resource template: no ids, no query), the answer and its timing. Never a
+// header or a body.
+var accessLogFields = [][2]string{
+	{"requestId", "$context.requestId"},
+	{"ip", "$context.identity.sourceIp"},
+	{"caller", "$context.identity.caller"},
+	{"user", "$context.identity.user"},
+	{"userArn", "$context.identity.userArn"},
+	{"accountId", "$context.identity.accountId"},
+	{"sub", "$context.authorizer.claims.sub"},
+	{"httpMethod", "$context.httpMethod"},
+	{"resourcePath", "$context.resourcePath"},
+	{"status", "$context.status"},
+	{"errorType", "$context.error.responseType"},
+	{"responseLength", "$context.responseLength"},
+	{"requestTime", "$context.requestTime"},
+	{"integrationLatency", "$context.integrationLatency"},
+}
+
+// accessLogFormat is one JSON object per request, every value a string (a missing value is
+// "-", which unquoted would not be JSON).
+func accessLogFormat() string {
+	parts := make([]string, len(accessLogFields))
+	for i, f := range accessLogFields {
+		k, _ := json.Marshal(f[0])
+		parts[i] = fmt.Sprintf(`%s:"%s"`, k, f[1])
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
 
 // newAPI is the REST API: every method authorized (IAM by default, a Cognito user pool when
 // configured), proxied to the api function, which sees every path and method (its routing
 // answers 404 and 405), with API Gateway's own errors rewritten as the contract's
 // problem+json and the stage throttled.
-func newAPI(stack awscdk.Stack, props *Props, fn awslambda.Function, name func(string) *string) awsapigateway.RestApi {
+func newAPI(stack awscdk.Stack, props *Props, dev bool, fn awslambda.Function, users *userPool, name func(string) *string) awsapigateway.RestApi {
 	rate, burst := props.ThrottleRate, props.ThrottleBurst
 	if rate == 0 {
 		rate, burst = 100, 200
+	}
+	// One line per request, the caller's identity included (accessLogFormat).
+	accessLogs := awslogs.NewLogGroup(stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String("/aws/apigateway/longrun-" + props.Stage + "-api/access"),
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy: removal(dev),
+	})
+	var roleRemoval awscdk.RemovalPolicy
+	if props.APIGatewayCloudWatchRole {
+		roleRemoval = awscdk.RemovalPolicy_RETAIN // other stages of the account rely on it
 	}
 	api := awsapigateway.NewRestApi(stack, jsii.String("RestApi"), &awsapigateway.RestApiProps{
 		RestApiName: name("api"),
@@ -26,18 +146,26 @@ func newAPI(stack awscdk.Stack, props *Props, fn awslambda.Function, name func(s
 			ThrottlingRateLimit:  jsii.Number(rate),
 			ThrottlingBurstLimit: jsii.Number(burst),
 			MetricsEnabled:       jsii.Bool(true),
+			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(accessLogs),
+			AccessLogFormat:      awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat())),
 		},
-		CloudWatchRole: jsii.Bool(false),
+		// Access logging needs the account's API Gateway CloudWatch Logs role, one per account
+		// and region: set by the stack only when asked (it is the account's, not the stage's).
+		CloudWatchRole:              jsii.Bool(props.APIGatewayCloudWatchRole),
+		CloudWatchRoleRemovalPolicy: roleRemoval,
 	})
 	method := &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_IAM}
-	if props.CognitoUserPoolArn != "" {
-		pool := awscognito.UserPool_FromUserPoolArn(stack, jsii.String("UserPool"), jsii.String(props.CognitoUserPoolArn))
+	if users != nil {
 		auth := awsapigateway.NewCognitoUserPoolsAuthorizer(stack, jsii.String("Authorizer"), &awsapigateway.CognitoUserPoolsAuthorizerProps{
-			CognitoUserPools: &[]awscognito.IUserPool{pool},
+			CognitoUserPools: &[]awscognito.IUserPool{users.pool},
 		})
 		method = &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_COGNITO, Authorizer: auth}
 	}
-	integration := awsapigateway.NewLambdaIntegration(fn, &awsapigateway.LambdaIntegrationOptions{Proxy: jsii.Bool(true)})
+	// No test invocations from the console: they bypass the authorizer, and each method's
+	// test-invoke-stage permission would double the function's resource policy.
+	integration := awsapigateway.NewLambdaIntegration(fn, &awsapigateway.LambdaIntegrationOptions{
+		Proxy: jsii.Bool(true), AllowTestInvoke: jsii.Bool(false),
+	})
 
 	// The one request check API Gateway makes itself: an admission carries an
 	// Idempotency-Key (everything else is the function's to judge, with the contract's codes).
@@ -105,8 +233,10 @@ func newAPI(stack awscdk.Stack, props *Props, fn awslambda.Function, name func(s
 			headers["Retry-After"] = jsii.String("'1'")
 		}
 		// requestId is "gateway": API Gateway's own request id is a provider identifier and
-		// stays out of public bodies; the access log correlates.
-		body := fmt.Sprintf(`{"type":"https://longrun.dev/problems/%s","title":%q,"status":%s,"code":%q,"detail":"$context.error.message","requestId":"gateway"}`,
+		// stays out of public bodies; the access log correlates. The detail is
+		// $context.error.messageString, the message as a quoted, escaped JSON string
+		// ($context.error.message is raw: a quote in it would break the document).
+		body := fmt.Sprintf(`{"type":"https://longrun.dev/problems/%s","title":%q,"status":%s,"code":%q,"detail":$context.error.messageString,"requestId":"gateway"}`,
 			r.code, r.title, r.status, r.code)
 		api.AddGatewayResponse(jsii.String(r.id), &awsapigateway.GatewayResponseOptions{
 			Type:            r.typ,

@@ -1,8 +1,9 @@
 // Package stack is longrun's AWS CDK stack: the table, the functions, their stream mappings,
-// the workflows, the REST API, the event bus, the reconciler's schedule, dead-letter queues
-// and alarms. Its settings come from the same Go sources the local stack uses: the table
-// from dynamo.TableSpec, the mappings from eventsource.Mappings, the workflow from
-// stepfunctions.Template, the operation types from optype.Builtin.
+// the workflows, the REST API (and, with Cognito, its user pool), the event bus, the
+// reconciler's schedule, dead-letter queues and alarms. Its settings come from the same Go
+// sources the local stack uses: the table from dynamo.TableSpec, the mappings from
+// eventsource.Mappings, the workflow from stepfunctions.Template, the operation types from
+// optype.Deployed.
 package stack
 
 import (
@@ -10,12 +11,15 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -29,53 +33,8 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/service/notify"
 )
-
-// Props configure one stage.
-type Props struct {
-	awscdk.StackProps
-	Stage string // "dev", "prod", …: names resources; only dev may be deleted with its data
-	// CodeDir holds <function>.zip from `make build`.
-	CodeDir string
-	// CognitoUserPoolArn, when set, authorizes the API with that user pool's JWTs instead of
-	// IAM (SigV4).
-	CognitoUserPoolArn string
-	// ThrottleRate and ThrottleBurst limit the API stage (requests/s); 0 means 100 and 200.
-	ThrottleRate, ThrottleBurst float64
-	// Architecture is every function's instruction set, named as the CDK context names it:
-	// "arm64" (the default when empty) or "x86_64" (e.g. LocalStack on an x86 host). The
-	// zips must match: CheckCode.
-	Architecture string
-}
-
-// FromContext reads a stage's settings from the CDK context (-c key=value, cdk.json or
-// CDK_CONTEXT_JSON): stage, codeDir, cognitoUserPoolArn and architecture. An architecture
-// other than arm64 or x86_64 is an error, so a typo never deploys the default.
-func FromContext(scope constructs.Construct) (*Props, error) {
-	get := func(key, def string) string {
-		switch v := scope.Node().TryGetContext(jsii.String(key)).(type) {
-		case nil:
-			return def
-		case string:
-			if v == "" {
-				return def
-			}
-			return v
-		default:
-			return fmt.Sprint(v)
-		}
-	}
-	props := &Props{
-		Stage:              get("stage", "dev"),
-		CodeDir:            get("codeDir", "dist"),
-		CognitoUserPoolArn: get("cognitoUserPoolArn", ""),
-		Architecture:       get("architecture", "arm64"),
-	}
-	if _, err := lambdaArchitecture(props.Architecture); err != nil {
-		return nil, err
-	}
-	return props, nil
-}
 
 // Function settings per function: memory (MB) and timeout (s). Workers run one step per
 // invocation (≤ 5 s for demo.task), so a minute leaves room for real steps.
@@ -89,15 +48,28 @@ var functionSettings = map[string][2]float64{
 
 const workerSettingsMemory, workerSettingsTimeout = 512, 60
 
+// reservedConcurrency is what the functions that move work forward keep for themselves, so
+// that a flood of API calls or worker steps cannot starve them of the account's
+// concurrency: the dispatcher and notifier (stream consumers: one concurrent batch per
+// shard), the recorder (one call per execution's end) and the reconciler (a schedule; one
+// run at a time). It is also each one's ceiling. The API and the workers share the rest.
+var reservedConcurrency = map[string]float64{
+	"dispatcher": 20,
+	"notifier":   20,
+	"recorder":   20,
+	"reconciler": 1,
+}
+
 // New defines the stack.
 func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
-	arch, err := lambdaArchitecture(props.Architecture)
-	if err != nil {
+	if err := props.check(); err != nil {
 		panic(err)
 	}
+	arch, _ := lambdaArchitecture(props.Architecture)
 	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
 	name := func(s string) *string { return jsii.String("longrun-" + props.Stage + "-" + s) }
 	dev := props.Stage == "dev"
+	registry := optype.Deployed(props.demoTypes())
 
 	table := newTable(stack, props, dev)
 	bus := awsevents.NewEventBus(stack, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: name("events")})
@@ -112,7 +84,11 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		})
 	}
 
-	env := map[string]*string{"LONGRUN_TABLE": table.TableName()}
+	// Every function serves the same operation types (config.Function.Registry).
+	env := map[string]*string{
+		"LONGRUN_TABLE":      table.TableName(),
+		"LONGRUN_DEMO_TYPES": jsii.String(strconv.FormatBool(props.demoTypes())),
+	}
 	fns := map[string]awslambda.Function{}
 	fn := func(fname string, memory, timeout float64, extra map[string]*string) awslambda.Function {
 		vars := map[string]*string{}
@@ -127,29 +103,34 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 			Retention:     awslogs.RetentionDays_ONE_MONTH,
 			RemovalPolicy: removal(dev),
 		})
+		var reserved *float64
+		if n, ok := reservedConcurrency[fname]; ok && !props.NoReservedConcurrency {
+			reserved = jsii.Number(n)
+		}
 		f := awslambda.NewFunction(stack, jsii.String(title(fname)), &awslambda.FunctionProps{
-			FunctionName:  name(fname),
-			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:  arch,
-			Handler:       jsii.String("bootstrap"),
-			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
-			MemorySize:    jsii.Number(memory),
-			Timeout:       awscdk.Duration_Seconds(jsii.Number(timeout)),
-			Environment:   &vars,
-			LogGroup:      logs,
-			LoggingFormat: awslambda.LoggingFormat_JSON,
+			FunctionName:                 name(fname),
+			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:                 arch,
+			Handler:                      jsii.String("bootstrap"),
+			Code:                         awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
+			MemorySize:                   jsii.Number(memory),
+			Timeout:                      awscdk.Duration_Seconds(jsii.Number(timeout)),
+			Environment:                  &vars,
+			LogGroup:                     logs,
+			LoggingFormat:                awslambda.LoggingFormat_JSON,
+			ReservedConcurrentExecutions: reserved,
 		})
 		fns[fname] = f
 		return f
 	}
 
 	// Workers and the recorder first: the workflows need them, the dispatcher needs the
-	// workflows.
+	// workflows. Only the types the stage serves get a workflow and a worker.
 	recorder := fn("recorder", functionSettings["recorder"][0], functionSettings["recorder"][1], nil)
 	machines := map[string]awsstepfunctions.StateMachine{}
 	var executorNames []string
-	for _, tname := range optype.Builtin().Names() {
-		typ, _ := optype.Builtin().Lookup(tname)
+	for _, tname := range registry.Names() {
+		typ, _ := registry.Lookup(tname)
 		worker := fn(stepfunctions.FunctionName(typ.Executor), workerSettingsMemory, workerSettingsTimeout, nil)
 		sm := awsstepfunctions.NewStateMachine(stack, jsii.String(title(typ.Executor)+"Workflow"), &awsstepfunctions.StateMachineProps{
 			StateMachineName: name(typ.Executor),
@@ -172,7 +153,21 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	}
 	machinesJSON := stack.ToJsonString(arns, nil)
 
-	api := fn("api", functionSettings["api"][0], functionSettings["api"][1], nil)
+	users := newUserPool(stack, props, dev, name)
+	apiEnv := map[string]*string{}
+	if users != nil {
+		apiEnv["LONGRUN_COGNITO_CLIENT_IDS"] = users.clientIDs
+	}
+	if len(props.OperatorPrincipals) > 0 {
+		apiEnv["LONGRUN_OPERATOR_PRINCIPALS"] = jsii.String(strings.Join(props.OperatorPrincipals, ","))
+	}
+	if props.TenantQuota != nil {
+		apiEnv["LONGRUN_QUOTA"] = jsii.String(strconv.Itoa(*props.TenantQuota))
+	}
+	if props.PrincipalQuota != nil {
+		apiEnv["LONGRUN_PRINCIPAL_QUOTA"] = jsii.String(strconv.Itoa(*props.PrincipalQuota))
+	}
+	api := fn("api", functionSettings["api"][0], functionSettings["api"][1], apiEnv)
 	dispatcher := fn("dispatcher", functionSettings["dispatcher"][0], functionSettings["dispatcher"][1], map[string]*string{
 		"LONGRUN_STATE_MACHINES": machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlqs["dispatcher"].QueueUrl(),
 	})
@@ -183,18 +178,21 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		"LONGRUN_STATE_MACHINES": machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlqs["dispatcher"].QueueUrl(),
 	})
 
-	grantData(table, api, true, dynamo.IndexByScope)
+	grantAdmission(table, api)
 	grantData(table, dispatcher, true)
 	grantData(table, recorder, true)
-	grantData(table, reconciler, true, dynamo.IndexDue)
+	// The reconciler reads the due index (its work) and the attention index (its count of
+	// operations waiting for an operator).
+	grantData(table, reconciler, true, dynamo.IndexDue, dynamo.IndexAttention)
 	for _, e := range executorNames {
-		grantData(table, fns[stepfunctions.FunctionName(e)], false)
+		grantWorker(table, fns[stepfunctions.FunctionName(e)])
 	}
 	for _, f := range []awslambda.Function{dispatcher, reconciler} {
 		grantExecutions(stack, f, machines, executorNames)
 		dlqs["dispatcher"].GrantSendMessages(f)
 	}
 	bus.GrantPutEventsTo(notifier, nil)
+	guardBus(bus, notifier, props.EventPublishers)
 
 	for _, m := range eventsource.Mappings() {
 		mapping(fns[m.Function], table, m, dlqs[m.Function])
@@ -206,16 +204,42 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(reconciler, nil)},
 	})
 
-	restAPI := newAPI(stack, props, api, name)
+	restAPI := newAPI(stack, props, dev, api, users, name)
 	alarms(stack, props, fns, dlqs, machines, name)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: restAPI.Url()})
 	awscdk.NewCfnOutput(stack, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: table.TableName()})
 	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: bus.EventBusName()})
+	if users != nil && users.created != nil {
+		awscdk.NewCfnOutput(stack, jsii.String("UserPoolId"), &awscdk.CfnOutputProps{Value: users.created.UserPoolId()})
+		awscdk.NewCfnOutput(stack, jsii.String("UserPoolClientId"), &awscdk.CfnOutputProps{Value: users.clientIDs})
+	}
 	// What the end-to-end suite needs to run against a deployed stage (localstack/test.sh).
 	awscdk.NewCfnOutput(stack, jsii.String("StateMachines"), &awscdk.CfnOutputProps{Value: machinesJSON})
 	awscdk.NewCfnOutput(stack, jsii.String("FunctionPrefix"), &awscdk.CfnOutputProps{Value: jsii.String("longrun-" + props.Stage + "-")})
 	return stack
+}
+
+// guardBus denies everyone but the notifier (and the configured publishers, e.g. who runs
+// `longrun republish`) putting events with longrun's source on the bus: consumers trust
+// source "longrun", so nobody else in the account may forge it. A Deny in the bus's
+// resource policy wins over any identity policy that allows events:PutEvents.
+func guardBus(bus awsevents.EventBus, notifier awslambda.Function, publishers []string) {
+	allowed := []*string{notifier.Role().RoleArn()}
+	for _, p := range publishers {
+		allowed = append(allowed, jsii.String(p))
+	}
+	bus.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("OnlyLongrunPublishesLongrunEvents"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("events:PutEvents"),
+		Resources:  &[]*string{bus.EventBusArn()},
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"events:source": notify.Source},
+			"ArnNotEquals": map[string]interface{}{"aws:PrincipalArn": allowed},
+		},
+	}))
 }
 
 // newTable mirrors dynamo.TableSpec, the definition the local stack and tests create.
@@ -232,6 +256,23 @@ func newTable(stack awscdk.Stack, props *Props, dev bool) awsdynamodb.Table {
 		}
 		return nil
 	}
+	// Encryption at rest: an AWS owned key unless a customer managed key is asked for, an
+	// existing one (tableKmsKeyArn) or one the stack creates (tableEncryption=customer).
+	encryption, kmsKey := awsdynamodb.TableEncryption_DEFAULT, awskms.IKey(nil)
+	if props.customerKey() {
+		encryption = awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+		if props.TableKMSKeyArn != "" {
+			kmsKey = awskms.Key_FromKeyArn(stack, jsii.String("TableKey"), jsii.String(props.TableKMSKeyArn))
+		} else {
+			kmsKey = awskms.NewKey(stack, jsii.String("TableKey"), &awskms.KeyProps{
+				Alias:             jsii.String("alias/longrun-" + props.Stage + "-table"),
+				Description:       jsii.String("longrun " + props.Stage + ": the table's encryption at rest"),
+				EnableKeyRotation: jsii.Bool(true),
+				PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
+				RemovalPolicy:     removal(dev),
+			})
+		}
+	}
 	table := awsdynamodb.NewTable(stack, jsii.String("Table"), &awsdynamodb.TableProps{
 		TableName:           jsii.String("longrun-" + props.Stage),
 		PartitionKey:        key(spec.KeySchema, types.KeyTypeHash),
@@ -244,6 +285,8 @@ func newTable(stack awscdk.Stack, props *Props, dev bool) awsdynamodb.Table {
 		},
 		DeletionProtection: jsii.Bool(!dev),
 		RemovalPolicy:      removal(dev),
+		Encryption:         encryption,
+		EncryptionKey:      kmsKey,
 	})
 	for _, gsi := range spec.GlobalSecondaryIndexes {
 		p := &awsdynamodb.GlobalSecondaryIndexProps{
@@ -263,18 +306,57 @@ func newTable(stack awscdk.Stack, props *Props, dev bool) awsdynamodb.Table {
 // grantData gives f the item actions it uses, on the table and the named indexes only:
 // Query for reads, PutItem/UpdateItem for facts and projections, DeleteItem for releasing
 // a target lock (only writers of terminal facts). No Scan, no batch, no wildcard.
+// (TransactWriteItems has no action of its own: each item is authorized as its Put,
+// Update or Delete.)
 func grantData(table awsdynamodb.Table, f awslambda.Function, terminal bool, indexes ...string) {
 	actions := []string{"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 	if terminal {
 		actions = append(actions, "dynamodb:DeleteItem")
 	}
+	grantItems(table, f, actions, nil, indexes...)
+}
+
+// grantAdmission is the API's: grantData's on the table and its scope index, and the reads
+// beside the admission transaction (GetItem of the key's record, BatchGetItem of the quota
+// counters when a quota's shard is full).
+func grantAdmission(table awsdynamodb.Table, f awslambda.Function) {
+	grantItems(table, f, []string{"dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem",
+		"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, nil, dynamo.IndexByScope)
+}
+
+// OperationKeys is the partition keys of operations' items (their facts and projection):
+// "OP#<operation id>" (internal/aws/dynamo; a test checks it against dynamo.StreamFact).
+const OperationKeys = "OP#*"
+
+// grantWorker is a worker's least: it reads its operation's facts (Query) and appends
+// "started" (a conditional Put of the fact and Update of the projection in one
+// transaction), never a terminal fact, so it deletes nothing, reads no index and writes
+// only operations' items: dynamodb:LeadingKeys must match OP#*. (Which operation cannot be
+// a condition: the id is the execution's input, not a key IAM knows.)
+func grantWorker(table awsdynamodb.Table, f awslambda.Function) {
+	grantItems(table, f, []string{"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+		map[string]interface{}{"ForAllValues:StringLike": map[string]interface{}{"dynamodb:LeadingKeys": []string{OperationKeys}}})
+}
+
+func grantItems(table awsdynamodb.Table, f awslambda.Function, actions []string, conditions map[string]interface{}, indexes ...string) {
 	resources := []*string{table.TableArn()}
 	for _, ix := range indexes {
 		resources = append(resources, jsii.String(*table.TableArn()+"/index/"+ix))
 	}
-	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions: jsii.Strings(actions...), Resources: &resources,
-	}))
+	st := &awsiam.PolicyStatementProps{Actions: jsii.Strings(actions...), Resources: &resources}
+	if conditions != nil {
+		st.Conditions = &conditions
+	}
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(st))
+	// A customer managed key: what DynamoDB needs of the caller to use it, on that key only
+	// (the stream mappings get theirs from CDK).
+	if key := table.EncryptionKey(); key != nil {
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey",
+				"kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncryptFrom", "kms:ReEncryptTo"),
+			Resources: &[]*string{key.KeyArn()},
+		}))
+	}
 }
 
 // grantExecutions lets f start executions of the workflows, and describe and stop them.

@@ -39,6 +39,10 @@ type Config struct {
 	// user ARNs that are operators (LONGRUN_OPERATOR_PRINCIPALS, comma-separated).
 	CognitoClientIDs   []string
 	OperatorPrincipals []string
+	// DemoTypes is LONGRUN_DEMO_TYPES ("true" or "false", default false): whether the demo
+	// types (demo.task) are served. The CDK stack sets it to true on dev stages only, the
+	// local stack sets it too; Function.Registry is the registry it selects.
+	DemoTypes bool
 	// Leases are the reconciler's leases (LONGRUN_LEASE_DISPATCH, _CHECK, _CANCEL,
 	// _DEADLINE as durations); every writer stamps due times with them.
 	Leases operation.Leases
@@ -76,6 +80,13 @@ func FromEnv() (Config, error) {
 	c.CognitoClientIDs = list(os.Getenv("LONGRUN_COGNITO_CLIENT_IDS"))
 	c.OperatorPrincipals = list(os.Getenv("LONGRUN_OPERATOR_PRINCIPALS"))
 	c.EventBus = os.Getenv("LONGRUN_EVENT_BUS")
+	if v := os.Getenv("LONGRUN_DEMO_TYPES"); v != "" {
+		demo, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("config: LONGRUN_DEMO_TYPES=%q is neither true nor false", v)
+		}
+		c.DemoTypes = demo
+	}
 	c.Leases = operation.DefaultLeases()
 	for name, d := range map[string]*time.Duration{
 		"LONGRUN_LEASE_DISPATCH": &c.Leases.Dispatch, "LONGRUN_LEASE_CHECK": &c.Leases.Check,

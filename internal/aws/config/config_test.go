@@ -38,3 +38,23 @@ func TestListsFromEnv(t *testing.T) {
 		t.Fatalf("%+v %v", c, err)
 	}
 }
+
+// Demo types are off unless LONGRUN_DEMO_TYPES says true; a typo fails at start.
+func TestDemoTypesFromEnv(t *testing.T) {
+	t.Setenv("LONGRUN_TABLE", "t")
+	for v, want := range map[string]bool{"": false, "false": false, "true": true, "1": true} {
+		t.Setenv("LONGRUN_DEMO_TYPES", v)
+		c, err := FromEnv()
+		if err != nil || c.DemoTypes != want {
+			t.Fatalf("LONGRUN_DEMO_TYPES=%q: %v %v, want %v", v, c.DemoTypes, err, want)
+		}
+		_, demo := Function{Config: c}.Registry().Lookup("demo.task")
+		if _, orders := (Function{Config: c}).Registry().Lookup("export.orders"); demo != want || !orders {
+			t.Fatalf("LONGRUN_DEMO_TYPES=%q: registry has demo.task %v, export.orders %v", v, demo, orders)
+		}
+	}
+	t.Setenv("LONGRUN_DEMO_TYPES", "yes")
+	if _, err := FromEnv(); err == nil {
+		t.Fatal("LONGRUN_DEMO_TYPES=yes accepted")
+	}
+}

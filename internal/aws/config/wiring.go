@@ -60,10 +60,15 @@ func (f Function) Executor() *stepfunctions.Executor {
 	return stepfunctions.NewExecutor(f.AWS, f.Config.StateMachines)
 }
 
+// Registry is the operation types this deployment serves: the built-in types, the demo types
+// only with LONGRUN_DEMO_TYPES=true. Every function that looks types up (api, dispatcher,
+// reconciler) takes it from here, so they all agree.
+func (f Function) Registry() *optype.Registry { return optype.Deployed(f.Config.DemoTypes) }
+
 // Dispatcher is the dispatcher the dispatcher and reconciler functions share: the table, the
-// built-in types, the dead-letter queue and exec.
+// deployment's types (Registry), the dead-letter queue and exec.
 func (f Function) Dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
-	d, err := dispatch.New(dispatch.Dispatcher{Store: f.Store, Executor: exec, Registry: optype.Builtin(),
+	d, err := dispatch.New(dispatch.Dispatcher{Store: f.Store, Executor: exec, Registry: f.Registry(),
 		DeadLetters: sqs.NewDeadLetters(f.AWS, f.Config.DeadLetterQueueURL),
 		Now:         time.Now, Log: f.Log, Accepted: dynamo.AcceptedOperation})
 	if err != nil {

@@ -17,8 +17,8 @@ func TableSpec(name string) *dynamodb.CreateTableInput {
 		return types.AttributeDefinition{AttributeName: aws.String(n), AttributeType: types.ScalarAttributeTypeS}
 	}
 	return &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		BillingMode:          types.BillingModePayPerRequest,
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{str(attrPK), str(attrSK), str(attrGSI1PK), str(attrGSI1SK), str(attrDueShard), str(attrDueAt),
 			str(attrAttention), str(attrAttentionAt)},
 		KeySchema: []types.KeySchemaElement{

@@ -26,7 +26,11 @@ type Type struct {
 	// MintsTarget is true when the server mints the target (from the operation id) rather
 	// than deriving it from the input; such targets are left out of the fingerprint.
 	MintsTarget bool
-	validate    func(input map[string]any) (target string, fields []problem.FieldError)
+	// Demo marks a type that exists for tests, the demo and benchmarks (demo.task can end
+	// outcome_unknown on request, holding its lock and quota slot until an operator resolves
+	// it): a deployment serves it only when demo types are enabled (Deployed).
+	Demo     bool
+	validate func(input map[string]any) (target string, fields []problem.FieldError)
 }
 
 // Target validates input and returns the canonical target. operationID is used only by
@@ -55,8 +59,22 @@ func NewRegistry(types ...Type) *Registry {
 	return r
 }
 
-// Builtin returns the registry of the contract's built-in types.
-func Builtin() *Registry { return NewRegistry(ExportOrders(), DemoTask()) }
+// Builtin returns the registry of every built-in type, demo types included: what tests and
+// the local stack run. A deployed function takes Deployed's registry instead.
+func Builtin() *Registry { return Deployed(true) }
+
+// Deployed returns the registry a deployment serves: the built-in types, without the demo
+// types (Type.Demo) unless demo is true. The functions read demo from LONGRUN_DEMO_TYPES
+// (internal/aws/config), which the CDK stack sets to true on dev stages only.
+func Deployed(demo bool) *Registry {
+	var types []Type
+	for _, t := range []Type{ExportOrders(), DemoTask()} {
+		if demo || !t.Demo {
+			types = append(types, t)
+		}
+	}
+	return NewRegistry(types...)
+}
 
 // Lookup finds a type by name.
 func (r *Registry) Lookup(name string) (Type, bool) {
@@ -222,7 +240,7 @@ type DemoTaskInput struct {
 
 // DemoTask is "demo.task": a configurable task used by tests, the demo and benchmarks.
 func DemoTask() Type {
-	return Type{Name: "demo.task", Version: 1, Executor: "demo-task", validate: func(input map[string]any) (string, []problem.FieldError) {
+	return Type{Name: "demo.task", Version: 1, Executor: "demo-task", Demo: true, validate: func(input map[string]any) (string, []problem.FieldError) {
 		in, c := parseDemoTask(input)
 		if len(c.fields) > 0 {
 			return "", c.fields

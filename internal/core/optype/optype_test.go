@@ -136,3 +136,26 @@ func TestTargetsAreNormalizedAndVisible(t *testing.T) {
 		}
 	}
 }
+
+// Demo types are served only where demo types are enabled (issue #12): demo.task can end
+// outcome_unknown on request, which keeps its lock and quota slot.
+func TestDeployedLeavesOutDemoTypesUnlessEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		demo bool
+		want string
+	}{{false, "export.orders"}, {true, "demo.task,export.orders"}} {
+		r := Deployed(tc.demo)
+		if got := strings.Join(r.Names(), ","); got != tc.want {
+			t.Errorf("Deployed(%v): %s, want %s", tc.demo, got, tc.want)
+		}
+		if _, ok := r.Lookup("demo.task"); ok != tc.demo {
+			t.Errorf("Deployed(%v) looks up demo.task: %v", tc.demo, ok)
+		}
+	}
+	for _, name := range Builtin().Names() {
+		typ, _ := Builtin().Lookup(name)
+		if typ.Demo != (name == "demo.task") {
+			t.Errorf("%s: Demo %v", name, typ.Demo)
+		}
+	}
+}

@@ -417,6 +417,9 @@ func (s *Stack) functionEnv(opts Options) []string {
 		"LONGRUN_STATE_MACHINES=" + string(machines),
 		"LONGRUN_DEAD_LETTER_QUEUE_URL=" + s.DeadLetterQueueURL,
 		"LONGRUN_EVENT_BUS=" + busName,
+		// The local stack is a dev stage: it serves demo.task, which a deployed stage only
+		// does when it is dev (docs/security.md).
+		"LONGRUN_DEMO_TYPES=true",
 	}
 	if l := opts.Leases; l != nil {
 		env = append(env, "LONGRUN_LEASE_DISPATCH="+l.Dispatch.String(), "LONGRUN_LEASE_CHECK="+l.Check.String(),

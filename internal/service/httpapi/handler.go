@@ -71,19 +71,21 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) 
 	}
 	var resp response
 	var opID string
+	var code problem.Code // the problem's, for the alarms on its rate (quota_exceeded, say)
 	defer func() {
 		if p := recover(); p != nil {
 			log.ErrorContext(ctx, "panic", "panic", fmt.Sprint(p))
 			resp = problemResponse(problem.New(problem.Internal, "panic"), requestID)
 		}
 		out = finish(resp, requestID)
-		log.InfoContext(ctx, "request", "status", resp.status, "operation_id", opID, "duration_ms", time.Since(start).Milliseconds())
+		log.InfoContext(ctx, "request", "status", resp.status, "code", string(code), "operation_id", opID, "duration_ms", time.Since(start).Milliseconds())
 	}()
 
 	var err error
 	resp, opID, err = h.route(ctx, ev)
 	if err != nil {
 		pe := problem.As(err)
+		code = pe.Code
 		if pe.Code == problem.Internal || pe.Code == problem.Unavailable {
 			log.ErrorContext(ctx, "request failed", "code", pe.Code, "error", err.Error())
 		}

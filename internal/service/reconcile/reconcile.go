@@ -102,7 +102,7 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 	}
 	for _, item := range due {
 		sum.Examined++
-		action, err := r.reconcile(ctx, item)
+		res, err := r.reconcile(ctx, item)
 		if err != nil {
 			sum.Errors++
 			r.Log.WarnContext(ctx, "reconcile", "operation_id", item.ID, "error", err.Error())
@@ -110,7 +110,7 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 			_ = r.Store.Reschedule(ctx, item.ID, item.Version, r.Now().Add(backoff(r.Leases.Check, item.Attempts)), item.Attempts+1)
 			continue
 		}
-		switch action {
+		switch res.action {
 		case "dispatched":
 			sum.Dispatched++
 		case "recorded":
@@ -120,7 +120,7 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 		case "rescheduled":
 			sum.Rescheduled++
 		}
-		r.Log.InfoContext(ctx, "reconciled", "operation_id", item.ID, "action", action)
+		r.Log.InfoContext(ctx, "reconciled", "operation_id", item.ID, "action", res.action, "outcome", string(res.kind), "state", string(res.state))
 	}
 	if sum.OutcomeUnknown, err = r.Store.CountUnknownOutcomes(ctx); err != nil {
 		r.Log.WarnContext(ctx, "count of unknown outcomes", "error", err.Error())
@@ -131,23 +131,31 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 	return sum, nil
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (string, error) {
+// result is what reconciling one operation did: the action, and for a recorded fact its
+// kind and the state it led to (the run's log line carries both, for the alarms).
+type result struct {
+	action string
+	kind   operation.Kind
+	state  operation.State
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error) {
 	op, err := r.Store.Load(ctx, item.ID)
 	if err != nil {
-		return "", err
+		return result{}, err
 	}
-	later := func(base time.Duration) (string, error) {
-		return "rescheduled", r.Store.Reschedule(ctx, op.ID, op.Version, r.Now().Add(backoff(base, item.Attempts)), item.Attempts+1)
+	later := func(base time.Duration) (result, error) {
+		return result{action: "rescheduled"}, r.Store.Reschedule(ctx, op.ID, op.Version, r.Now().Add(backoff(base, item.Attempts)), item.Attempts+1)
 	}
 	switch op.State {
 	case operation.Accepted:
 		if err := r.Dispatcher.Dispatch(ctx, op.ID); err != nil {
-			return "", err
+			return result{}, err
 		}
-		return "dispatched", nil
+		return result{action: "dispatched"}, nil
 	case operation.Dispatched, operation.Running, operation.Cancelling:
 	default:
-		return "none", nil // settled since it was found due
+		return result{action: "none"}, nil // settled since it was found due
 	}
 
 	typ, ok := r.Registry.Lookup(op.Type)
@@ -156,7 +164,7 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (string, error
 	}
 	ex, err := r.Executions.Describe(ctx, typ.Executor, op.ID)
 	if err != nil {
-		return "", err
+		return result{}, err
 	}
 	switch ex.Status {
 	case Running:
@@ -170,12 +178,11 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (string, error
 			return later(r.Leases.Check)
 		}
 		if err := r.Executions.Stop(ctx, ex.Ref, cause); err != nil {
-			return "", err
+			return result{}, err
 		}
-		if _, err := r.record(ctx, op, r.stopped(op)); err != nil {
-			return "", err
-		}
-		return "stopped", nil
+		res, err := r.record(ctx, op, r.stopped(op))
+		res.action = "stopped"
+		return res, err
 	case Succeeded:
 		var in recorder.Input
 		if err := json.Unmarshal(ex.Output, &in); err == nil {
@@ -237,21 +244,27 @@ func (r *Reconciler) unknown(_ operation.Operation, code, detail string) operati
 
 // record appends f if the operation has not moved since it was read; if it has, whoever
 // moved it knew more, and the next run looks again.
-func (r *Reconciler) record(ctx context.Context, seen operation.Operation, f operation.Fact) (string, error) {
+func (r *Reconciler) record(ctx context.Context, seen operation.Operation, f operation.Fact) (result, error) {
 	f.At = r.Now()
-	_, err := facts.Update(ctx, r.Store, seen.ID, func(op operation.Operation) ([]operation.Fact, error) {
+	appended := false
+	op, err := facts.Update(ctx, r.Store, seen.ID, func(op operation.Operation) ([]operation.Fact, error) {
 		if op.Version != seen.Version {
 			return nil, nil
 		}
 		if _, err := operation.Next(op.State, f.Kind); err != nil {
 			return nil, nil
 		}
+		appended = true
 		return []operation.Fact{f}, nil
 	})
 	if err != nil {
-		return "", err
+		return result{}, err
 	}
-	return "recorded", nil
+	res := result{action: "recorded", state: op.State}
+	if appended {
+		res.kind = f.Kind
+	}
+	return res, nil
 }
 
 // backoff is the wait after attempts looks that found nothing to do, up to maxBackoff.

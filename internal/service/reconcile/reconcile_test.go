@@ -1,6 +1,7 @@
 package reconcile_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -367,5 +368,33 @@ func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
 				t.Fatalf("%s %+v, want %s", op.State, op.Problem, tc.want)
 			}
 		})
+	}
+}
+
+// The run's log lines are what the stack's alarms read (infra/stack/alarms.go): an operation
+// recorded outcome_unknown, and the count of those waiting for an operator.
+func TestLogLinesTheAlarmsRead(t *testing.T) {
+	f := newFixture(t)
+	var buf bytes.Buffer
+	f.r.Log = slog.New(slog.NewJSONHandler(&buf, nil))
+	id := f.started(true)
+	f.exec.Finish(id, reconcile.Aborted, nil)
+	f.clock.Advance(leases.Check + time.Second)
+	f.run()
+	var recorded, run bool
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		switch l["msg"] {
+		case "reconciled":
+			recorded = recorded || (l["operation_id"] == id && l["outcome"] == "outcome_unknown" && l["state"] == "outcome_unknown")
+		case "run":
+			run = run || l["outcome_unknown"] == float64(1)
+		}
+	}
+	if !recorded || !run {
+		t.Fatalf("log lines:\n%s", buf.String())
 	}
 }
