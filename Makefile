@@ -29,7 +29,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run test unit fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all run test unit e2e-plain fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -81,7 +81,7 @@ lint: deps
 	@bash .ci/no-binaries --self-test
 	bash .ci/no-binaries
 
-test: deps ddb-install lint asl-lint unit fuzz synth
+test: deps ddb-install lint asl-lint unit e2e-plain fuzz synth
 
 asl-install: $(ASL_VALIDATOR)
 $(ASL_VALIDATOR): | tools-check
@@ -95,8 +95,14 @@ asl-lint: deps asl-install
 	LONGRUN_ASL_OUT=$(abspath $(ASL_OUT)) $(GO) test -count=1 -run '^TestRenderDefinition$$' ./internal/aws/stepfunctions/
 	$(ASL_VALIDATOR) --json-path $(ASL_OUT)
 
+# Every package; the e2e suite's stack runs behind the conflict proxy (DynamoDB's real
+# transaction conflicts), as its TestMain sets up by default.
 unit:
 	$(WITH_DDB) $(GO) test -race -count=1 ./...
+
+# The e2e suite once more on plain DynamoDB Local, so both kinds of store stay proven.
+e2e-plain:
+	LONGRUN_E2E_CONFLICTS=0 $(GO) test -count=1 ./internal/e2e/
 
 # Short fixed fuzz runs of the parsers that face clients.
 fuzz:
