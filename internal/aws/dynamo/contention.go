@@ -36,7 +36,9 @@ const (
 	// commit; with the backoff below they span a transaction's usual duration (~25 ms).
 	winnerPolls = 4
 	backoffBase = 4 * time.Millisecond
-	backoffCap  = 200 * time.Millisecond
+	// backgroundLimit bounds a request left to finish after its call answered.
+	backgroundLimit = 10 * time.Second
+	backoffCap      = 200 * time.Millisecond
 )
 
 // retrier paces the attempts of one call.

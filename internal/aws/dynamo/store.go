@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -50,7 +51,14 @@ type Store struct {
 	// math/rand.
 	Now    func() time.Time
 	Random func(n int64) int64
+
+	background sync.WaitGroup // requests left to finish after their call answered
 }
+
+// Drain waits for the requests left to finish in the background after their call answered
+// (the admission's read or transaction that lost the race): for tests that count requests,
+// and for a graceful stop.
+func (s *Store) Drain() { s.background.Wait() }
 
 // New returns a Store with default settings.
 func New(client Client, table string) *Store {
@@ -149,40 +157,51 @@ func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Reco
 // beside it. A live record answers at once (the transaction, conditioned on the same instant,
 // can only fail and is abandoned); otherwise the transaction's own answer counts.
 func (s *Store) admitBesideRead(ctx context.Context, in admission.Intent, items []types.TransactWriteItem) (*admission.Record, []types.CancellationReason, error) {
-	txCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Neither request is cancelled when the other answers: cancelling an HTTP request
+	// closes its keep-alive connection, and the next request would pay a new TLS handshake.
+	// The one left over finishes by itself, bounded, and its answer is dropped: an abandoned
+	// transaction can only fail on the live record the read saw.
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), backgroundLimit)
 	type answer struct {
 		reasons []types.CancellationReason
 		err     error
 	}
-	tx := make(chan answer, 1)
-	go func() {
-		reasons, err := s.transactOnce(txCtx, items)
-		tx <- answer{reasons, err}
-	}()
 	read := make(chan *admission.Record, 1)
+	tx := make(chan answer, 1)
+	var both sync.WaitGroup
+	both.Add(2)
+	s.background.Add(1)
+	go func() { both.Wait(); cancel(); s.background.Done() }()
+	// The read is sent first: an emulator that serves one request at a time (DynamoDB Local)
+	// then answers it before the transaction, as DynamoDB would answer it beside it.
 	go func() {
-		rec, err := s.liveRecord(txCtx, in, replayMargin)
+		defer both.Done()
+		rec, err := s.liveRecord(bg, in, replayMargin)
 		if err != nil {
 			rec = nil // the transaction answers instead
 		}
 		read <- rec
 	}()
-	// Whichever answers, the other request is abandoned and awaited, so that nothing of
-	// this call outlives it.
+	go func() {
+		defer both.Done()
+		reasons, err := s.transactOnce(bg, items)
+		tx <- answer{reasons, err}
+	}()
 	select {
 	case rec := <-read:
 		if rec != nil {
-			cancel()
-			<-tx
 			return rec, nil, nil
 		}
-		a := <-tx
-		return nil, a.reasons, a.err
+		select {
+		case a := <-tx:
+			return nil, a.reasons, a.err
+		case <-ctx.Done():
+			return nil, nil, classify(ctx.Err())
+		}
 	case a := <-tx:
-		cancel()
-		<-read
 		return nil, a.reasons, a.err
+	case <-ctx.Done():
+		return nil, nil, classify(ctx.Err())
 	}
 }
 

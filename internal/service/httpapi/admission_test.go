@@ -492,8 +492,10 @@ func TestOneRoundTripPerAdmission(t *testing.T) {
 		{"conflict", "k-rt", demo("rt2")},
 		{"target busy", "k-rt3", demo("rt")},
 	} {
+		e.store.Drain() // the previous step's request left in flight, if any
 		e.calls.Reset()
 		e.admit(step.key, step.body)
+		e.store.Drain()
 		// One transaction, with the consistent read of the key's record beside it (it
 		// answers a replay early): two requests, one round trip of latency.
 		if n := e.calls.RoundTrips(); n != 1 {
