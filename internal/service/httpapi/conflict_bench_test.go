@@ -113,7 +113,7 @@ func BenchmarkAdmissionUnderConflicts(b *testing.B) {
 func BenchmarkIdenticalRacersUnderConflicts(b *testing.B) {
 	const racers = 64
 	var proxy *conflictproxy.Proxy
-	e := newEnv(b, withConflicts(&proxy)) // one table for every round, as in BenchmarkAdmission
+	e := newEnv(b, withConflicts(&proxy))                 // one table for every round, as in BenchmarkAdmission
 	e.store.ConflictBudget = dynamo.DefaultConflictBudget // the production budget, unlike the tests
 	round := 0
 	b.Run(fmt.Sprintf("racers=%d", racers), func(b *testing.B) {
