@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/internal/aws/config"
 )
 
 // Props configure one stage.
@@ -161,13 +163,13 @@ func FromContext(scope constructs.Construct) (*Props, error) {
 		Stage:              get("stage", "dev"),
 		CodeDir:            get("codeDir", "dist"),
 		CognitoUserPoolArn: get("cognitoUserPoolArn", ""),
-		CognitoClientIDs:   list(get("cognitoClientIds", "")),
+		CognitoClientIDs:   config.List(get("cognitoClientIds", "")),
 		Architecture:       get("architecture", "arm64"),
 		DemoTypes:          flag("demoTypes"),
-		OperatorPrincipals: list(get("operatorPrincipals", "")),
+		OperatorPrincipals: config.List(get("operatorPrincipals", "")),
 		TenantQuota:        quota("tenantQuota"),
 		PrincipalQuota:     quota("principalQuota"),
-		EventPublishers:    list(get("eventPublishers", "")),
+		EventPublishers:    config.List(get("eventPublishers", "")),
 		TableEncryption:    get("tableEncryption", ""),
 		TableKMSKeyArn:     get("tableKmsKeyArn", ""),
 	}
@@ -195,15 +197,4 @@ func FromContext(scope constructs.Construct) (*Props, error) {
 		return nil, err
 	}
 	return props, nil
-}
-
-// list splits a comma-separated setting, dropping blanks.
-func list(v string) []string {
-	var out []string
-	for _, item := range strings.Split(v, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

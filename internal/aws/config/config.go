@@ -77,8 +77,8 @@ func FromEnv() (Config, error) {
 		}
 	}
 	c.DeadLetterQueueURL = os.Getenv("LONGRUN_DEAD_LETTER_QUEUE_URL")
-	c.CognitoClientIDs = list(os.Getenv("LONGRUN_COGNITO_CLIENT_IDS"))
-	c.OperatorPrincipals = list(os.Getenv("LONGRUN_OPERATOR_PRINCIPALS"))
+	c.CognitoClientIDs = List(os.Getenv("LONGRUN_COGNITO_CLIENT_IDS"))
+	c.OperatorPrincipals = List(os.Getenv("LONGRUN_OPERATOR_PRINCIPALS"))
 	c.EventBus = os.Getenv("LONGRUN_EVENT_BUS")
 	if v := os.Getenv("LONGRUN_DEMO_TYPES"); v != "" {
 		demo, err := strconv.ParseBool(v)
@@ -103,8 +103,9 @@ func FromEnv() (Config, error) {
 	return c, nil
 }
 
-// list splits a comma-separated setting, dropping blanks.
-func list(v string) []string {
+// List splits a comma-separated setting, dropping blanks: the one way a list setting is read,
+// from the environment here and from CDK context in infra/stack.
+func List(v string) []string {
 	var out []string
 	for _, item := range strings.Split(v, ",") {
 		if item = strings.TrimSpace(item); item != "" {
