@@ -57,6 +57,24 @@ func (l *letters) Send(_ context.Context, letter dispatch.DeadLetter) error {
 
 func newFixture(t *testing.T) *fixture {
 	client, _ := dynamotest.NewClient(t)
+	return newFixtureOn(t, client)
+}
+
+// eachStore runs a race test on plain DynamoDB Local and again behind the conflict proxy
+// (transactions hold their items 10–20 ms and overlapping work is refused, as on AWS): plain
+// DynamoDB Local runs transactions one at a time and would never show a conflict.
+func eachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
+	t.Run("plain", func(t *testing.T) {
+		client, _ := dynamotest.NewClient(t)
+		test(t, newFixtureOn(t, client))
+	})
+	t.Run("conflicts", func(t *testing.T) {
+		client, _, _ := dynamotest.NewConflictClient(t, 10*time.Millisecond)
+		test(t, newFixtureOn(t, client))
+	})
+}
+
+func newFixtureOn(t *testing.T, client *dynamodb.Client) *fixture {
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
 	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, dlq: &letters{}, admit: dynamotest.NewAdmitter(store, time.Now), raw: client}
 	d, err := dispatch.New(dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: f.dlq,
@@ -237,16 +255,17 @@ func TestCancelBeforeDispatchStartsNothing(t *testing.T) {
 // started: the API cancels at once, the dispatcher loses the append, re-reads, finds canceled
 // and stops the execution it started (whose worker would find canceled and do nothing).
 func TestCancelRacingDispatch(t *testing.T) {
-	f := newFixture(t)
-	id := f.accepted()
-	f.exec.AfterStart = func(string) error { f.cancel(id); return nil }
-	if err := f.d.Dispatch(context.Background(), id); err != nil {
-		t.Fatal(err)
-	}
-	ex := f.exec.Executions()[id]
-	if op := f.load(id); op.State != operation.Canceled || !ex.Stopped {
-		t.Fatalf("state %s stopped %v", op.State, ex.Stopped)
-	}
+	eachStore(t, func(t *testing.T, f *fixture) {
+		id := f.accepted()
+		f.exec.AfterStart = func(string) error { f.cancel(id); return nil }
+		if err := f.d.Dispatch(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		ex := f.exec.Executions()[id]
+		if op := f.load(id); op.State != operation.Canceled || !ex.Stopped {
+			t.Fatalf("state %s stopped %v", op.State, ex.Stopped)
+		}
+	})
 }
 
 // A cancel_requested fact straight after accepted, with nothing started, is a history the API
@@ -274,36 +293,37 @@ func TestBareCancelIntentBeforeDispatchCancels(t *testing.T) {
 // target lock and the quota slot mid-step and refuse the step's result), no StopExecution, no
 // failed record. The step's success is recorded as what happened.
 func TestRedeliveryAfterAFailedDispatchedAppendLeavesRunningWorkAlone(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	id := f.accepted()
-	if err := f.dispatcherOn(&failingAppend{Store: f.store, kind: operation.KindDispatched, n: 1}).Dispatch(ctx, id); err == nil {
-		t.Fatal("the dispatched append was to fail")
-	}
-	if op := f.load(id); len(f.exec.Executions()) != 1 || op.State != operation.Accepted {
-		t.Fatalf("after the failed append: %d executions, %s", len(f.exec.Executions()), op.State)
-	}
-	var redelivered events.DynamoDBEventResponse
-	w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() {
-		if op := f.cancel(id); op.State != operation.Cancelling {
-			t.Errorf("cancel during the first step: %s", op.State)
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		id := f.accepted()
+		if err := f.dispatcherOn(&failingAppend{Store: f.store, kind: operation.KindDispatched, n: 1}).Dispatch(ctx, id); err == nil {
+			t.Fatal("the dispatched append was to fail")
 		}
-		redelivered = f.redeliver(id, "100")
-	}}}
-	rep, err := w.Handle(ctx, worker.Task{OperationID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.record(recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}})
-	if len(redelivered.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
-		t.Errorf("the redelivered record failed: %+v, dead letters %+v", redelivered.BatchItemFailures, f.dlq.got)
-	}
-	if f.exec.Executions()[id].Stopped {
-		t.Error("the dispatcher stopped the execution while its step was in flight")
-	}
-	if op := f.load(id); op.State != operation.Succeeded {
-		t.Fatalf("the step succeeded, but the operation is %s: %s", op.State, f.history(id))
-	}
+		if op := f.load(id); len(f.exec.Executions()) != 1 || op.State != operation.Accepted {
+			t.Fatalf("after the failed append: %d executions, %s", len(f.exec.Executions()), op.State)
+		}
+		var redelivered events.DynamoDBEventResponse
+		w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() {
+			if op := f.cancel(id); op.State != operation.Cancelling {
+				t.Errorf("cancel during the first step: %s", op.State)
+			}
+			redelivered = f.redeliver(id, "100")
+		}}}
+		rep, err := w.Handle(ctx, worker.Task{OperationID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.record(recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}})
+		if len(redelivered.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
+			t.Errorf("the redelivered record failed: %+v, dead letters %+v", redelivered.BatchItemFailures, f.dlq.got)
+		}
+		if f.exec.Executions()[id].Stopped {
+			t.Error("the dispatcher stopped the execution while its step was in flight")
+		}
+		if op := f.load(id); op.State != operation.Succeeded {
+			t.Fatalf("the step succeeded, but the operation is %s: %s", op.State, f.history(id))
+		}
+	})
 }
 
 // Issue #12, lifecycle defect 1, on the first delivery: StartExecution succeeds, the worker's
@@ -311,37 +331,38 @@ func TestRedeliveryAfterAFailedDispatchedAppendLeavesRunningWorkAlone(t *testing
 // them. The dispatcher's re-read finds the work started and cancelling: it records nothing and
 // stops nothing (before the fix it recorded canceled and called StopExecution mid-step).
 func TestCancelAfterTheWorkerStartedDuringDispatchStopsNothing(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	id := f.accepted()
-	began, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() { close(began); <-release }}}
-	var rep worker.Report
-	var werr error
-	f.exec.AfterStart = func(string) error {
-		go func() { defer close(done); rep, werr = w.Handle(ctx, worker.Task{OperationID: id}) }()
-		<-began
-		if op := f.cancel(id); op.State != operation.Cancelling {
-			t.Errorf("cancel during the first step: %s", op.State)
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		id := f.accepted()
+		began, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() { close(began); <-release }}}
+		var rep worker.Report
+		var werr error
+		f.exec.AfterStart = func(string) error {
+			go func() { defer close(done); rep, werr = w.Handle(ctx, worker.Task{OperationID: id}) }()
+			<-began
+			if op := f.cancel(id); op.State != operation.Cancelling {
+				t.Errorf("cancel during the first step: %s", op.State)
+			}
+			return nil
 		}
-		return nil
-	}
-	err := f.d.Dispatch(ctx, id)
-	close(release)
-	<-done
-	if err != nil || werr != nil {
-		t.Fatalf("dispatch: %v, worker: %v", err, werr)
-	}
-	if f.exec.Executions()[id].Stopped {
-		t.Error("the dispatcher stopped the execution while its step was in flight")
-	}
-	if op := f.load(id); op.State != operation.Cancelling {
-		t.Errorf("while the step runs the operation must stay cancelling, not %s: %s", op.State, f.history(id))
-	}
-	f.record(recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}})
-	if op := f.load(id); op.State != operation.Succeeded {
-		t.Fatalf("the step succeeded, but the operation is %s: %s", op.State, f.history(id))
-	}
+		err := f.d.Dispatch(ctx, id)
+		close(release)
+		<-done
+		if err != nil || werr != nil {
+			t.Fatalf("dispatch: %v, worker: %v", err, werr)
+		}
+		if f.exec.Executions()[id].Stopped {
+			t.Error("the dispatcher stopped the execution while its step was in flight")
+		}
+		if op := f.load(id); op.State != operation.Cancelling {
+			t.Errorf("while the step runs the operation must stay cancelling, not %s: %s", op.State, f.history(id))
+		}
+		f.record(recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}})
+		if op := f.load(id); op.State != operation.Succeeded {
+			t.Fatalf("the step succeeded, but the operation is %s: %s", op.State, f.history(id))
+		}
+	})
 }
 
 // Issue #12, lifecycle defect 1, from outcome_unknown: as above, but the step fails after its
@@ -350,27 +371,28 @@ func TestCancelAfterTheWorkerStartedDuringDispatchStopsNothing(t *testing.T) {
 // an illegal transition, and was retried as transient until it reached the dead-letter queue,
 // holding up its shard.
 func TestRedeliveryAfterAnUnknownOutcomeIsDoneWith(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	id := f.accepted()
-	if err := f.dispatcherOn(&failingAppend{Store: f.store, kind: operation.KindDispatched, n: 1}).Dispatch(ctx, id); err == nil {
-		t.Fatal("the dispatched append was to fail")
-	}
-	w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() { f.cancel(id) }, err: errors.New("the process died after acting")}}
-	if _, err := w.Handle(ctx, worker.Task{OperationID: id}); err == nil {
-		t.Fatal("the step was to fail")
-	}
-	f.record(recorder.Input{OperationID: id, Error: &recorder.TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"exit status 2"}`}})
-	before := f.load(id)
-	if before.State != operation.OutcomeUnknown {
-		t.Fatalf("setup: %s: %s", before.State, f.history(id))
-	}
-	if resp := f.redeliver(id, "100"); len(resp.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
-		t.Fatalf("the redelivered record failed: %+v, dead letters %+v", resp.BatchItemFailures, f.dlq.got)
-	}
-	if op := f.load(id); op.State != operation.OutcomeUnknown || op.Version != before.Version || f.exec.Executions()[id].Stopped {
-		t.Fatalf("%s v%d (was v%d), stopped %v: %s", op.State, op.Version, before.Version, f.exec.Executions()[id].Stopped, f.history(id))
-	}
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		id := f.accepted()
+		if err := f.dispatcherOn(&failingAppend{Store: f.store, kind: operation.KindDispatched, n: 1}).Dispatch(ctx, id); err == nil {
+			t.Fatal("the dispatched append was to fail")
+		}
+		w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() { f.cancel(id) }, err: errors.New("the process died after acting")}}
+		if _, err := w.Handle(ctx, worker.Task{OperationID: id}); err == nil {
+			t.Fatal("the step was to fail")
+		}
+		f.record(recorder.Input{OperationID: id, Error: &recorder.TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"exit status 2"}`}})
+		before := f.load(id)
+		if before.State != operation.OutcomeUnknown {
+			t.Fatalf("setup: %s: %s", before.State, f.history(id))
+		}
+		if resp := f.redeliver(id, "100"); len(resp.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
+			t.Fatalf("the redelivered record failed: %+v, dead letters %+v", resp.BatchItemFailures, f.dlq.got)
+		}
+		if op := f.load(id); op.State != operation.OutcomeUnknown || op.Version != before.Version || f.exec.Executions()[id].Stopped {
+			t.Fatalf("%s v%d (was v%d), stopped %v: %s", op.State, op.Version, before.Version, f.exec.Executions()[id].Stopped, f.history(id))
+		}
+	})
 }
 
 // Issue #12: a record whose operation's stored history is not a legal one (an illegal
