@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch global.Arg(0) {
 	case "republish":
-		return republish(ctx, global.Args()[1:], stdout, stderr)
+		return republish(ctx, global.Args()[1:], os.Stdin, stdout, stderr, newRepublisher)
 	case "unknown":
 		return unknown(ctx, global.Args()[1:], stdout, stderr, openTable)
 	}

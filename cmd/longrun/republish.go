@@ -32,12 +32,8 @@ environment (dynamodb:Query on the table, events:PutEvents on the bus; AWS_REGIO
 AWS_ENDPOINT_URL… as usual). Prints {"operationId","versions"} per operation.
 `
 
-// stdin is where "republish -" reads ids (a variable for tests).
-var stdin io.Reader = os.Stdin
-
-// republisher wires the notifier to the table and bus with the environment's credentials
-// (a variable for tests).
-var republisher = func(ctx context.Context, table, bus string) (*notify.Notifier, error) {
+// newRepublisher wires the notifier to the table and bus with the environment's credentials.
+func newRepublisher(ctx context.Context, table, bus string) (*notify.Notifier, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -51,7 +47,10 @@ var republisher = func(ctx context.Context, table, bus string) (*notify.Notifier
 
 // republish is the operator's command: it needs AWS access to the table and the bus, not
 // the API. Exit status 1 when any operation could not be republished in full.
-func republish(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// Ids come from args or, with "-", from stdin; open wires the notifier (newRepublisher,
+// or a fake in tests).
+func republish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer,
+	open func(ctx context.Context, table, bus string) (*notify.Notifier, error)) int {
 	fs := flag.NewFlagSet("republish", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	table := fs.String("table", os.Getenv("LONGRUN_TABLE"), "the stage's table (LONGRUN_TABLE)")
@@ -82,7 +81,7 @@ func republish(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.Usage()
 		return 2
 	}
-	n, err := republisher(ctx, *table, *bus)
+	n, err := open(ctx, *table, *bus)
 	if err != nil {
 		fmt.Fprintln(stderr, "longrun republish:", err)
 		return 1

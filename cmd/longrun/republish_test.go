@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -38,9 +37,7 @@ func TestRepublish(t *testing.T) {
 	}
 	b := &recordingBus{}
 	var gotTable, gotBus string
-	restore := republisher
-	t.Cleanup(func() { republisher = restore })
-	republisher = func(_ context.Context, table, bus string) (*notify.Notifier, error) {
+	open := func(_ context.Context, table, bus string) (*notify.Notifier, error) {
 		gotTable, gotBus = table, bus
 		return &notify.Notifier{Bus: b, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			Facts: func(_ context.Context, id string) ([]operation.Fact, error) {
@@ -50,10 +47,9 @@ func TestRepublish(t *testing.T) {
 				return facts, nil
 			}}, nil
 	}
-	stdin = strings.NewReader("op_a\n\nop_gone\nop_b\n")
-	t.Cleanup(func() { stdin = os.Stdin })
+	stdin := strings.NewReader("op_a\n\nop_gone\nop_b\n")
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"republish", "-table", "longrun-dev", "-bus", "longrun-dev-events", "-"}, &out, &errOut)
+	code := republish(context.Background(), []string{"-table", "longrun-dev", "-bus", "longrun-dev-events", "-"}, stdin, &out, &errOut, open)
 	if code != 1 || gotTable != "longrun-dev" || gotBus != "longrun-dev-events" || !strings.Contains(errOut.String(), "op_gone: not_found: No such operation.") {
 		t.Fatalf("%d %q %q %q", code, gotTable, gotBus, errOut.String())
 	}
@@ -75,11 +71,9 @@ func TestRepublish(t *testing.T) {
 func TestRepublishNeedsTheTableAndTheBus(t *testing.T) {
 	t.Setenv("LONGRUN_TABLE", "")
 	t.Setenv("LONGRUN_EVENT_BUS", "")
-	restore := republisher
-	t.Cleanup(func() { republisher = restore })
-	republisher = func(context.Context, string, string) (*notify.Notifier, error) { return nil, errors.New("not reached") }
+	open := func(context.Context, string, string) (*notify.Notifier, error) { return nil, errors.New("not reached") }
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"republish", "op_a"}, &out, &errOut); code != 2 ||
+	if code := republish(context.Background(), []string{"op_a"}, strings.NewReader(""), &out, &errOut, open); code != 2 ||
 		!strings.Contains(errOut.String(), "-table and -bus are required") || !strings.Contains(errOut.String(), "version order") {
 		t.Fatalf("%d %q", code, errOut.String())
 	}

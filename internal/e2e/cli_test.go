@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,11 +10,7 @@ import (
 // The CLI against the stack: create, wait (honouring Retry-After), then an operator's
 // resolve of an unknown outcome.
 func TestCLI(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "longrun")
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/longrun")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the CLI: %v\n%s", err, out)
-	}
+	bin := buildCLI(t)
 	longrun := func(token string, args ...string) (map[string]any, string) {
 		t.Helper()
 		flags := []string{"-api", stack.APIURL, "-token", token}
