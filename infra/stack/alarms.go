@@ -43,29 +43,28 @@ func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function,
 	for _, m := range sorted(machines) {
 		alarm(title(m)+"ExecutionsFailed", machines[m].MetricFailed(&awscloudwatch.MetricOptions{
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
-		}), "Executions of the "+m+" workflow failed (the recorder could not record an outcome).")
+		}), "Executions of the "+m+" workflow failed: a definition or runtime error (every task error is caught; a recorder that keeps failing ends in Unrecorded, which succeeds).")
+	}
+	// logMetric counts (value "1") or reads (a JSON path) what a function's log lines matching
+	// pattern say, as metric in the stage's namespace.
+	logMetric := func(id, fn, pattern, metric, value string) awslogs.MetricFilter {
+		return awslogs.NewMetricFilter(stack, jsii.String(id), &awslogs.MetricFilterProps{
+			LogGroup:        fns[fn].LogGroup(),
+			FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(pattern)),
+			MetricNamespace: jsii.String("longrun/" + props.Stage),
+			MetricName:      jsii.String(metric),
+			MetricValue:     jsii.String(value),
+		})
 	}
 	// The reconciler logs one line per repaired operation; repairs mean work got stuck.
-	filter := awslogs.NewMetricFilter(stack, jsii.String("StuckOperationsRepaired"), &awslogs.MetricFilterProps{
-		LogGroup:        fns["reconciler"].LogGroup(),
-		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(StuckPattern)),
-		MetricNamespace: jsii.String("longrun/" + props.Stage),
-		MetricName:      jsii.String("StuckOperationsRepaired"),
-		MetricValue:     jsii.String("1"),
-	})
+	filter := logMetric("StuckOperationsRepaired", "reconciler", StuckPattern, "StuckOperationsRepaired", "1")
 	alarm("StuckOperations", filter.Metric(&awscloudwatch.MetricOptions{
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 	}), "The reconciler had to dispatch, stop or settle operations that were stuck.")
 
 	// Admission refused for a full quota (the API's request line; 429 is quota_exceeded
 	// only): a caller or tenant holds every slot, by load or because its operations do not end.
-	quota := awslogs.NewMetricFilter(stack, jsii.String("QuotaExceededFilter"), &awslogs.MetricFilterProps{
-		LogGroup:        fns["api"].LogGroup(),
-		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(QuotaExceededPattern)),
-		MetricNamespace: jsii.String("longrun/" + props.Stage),
-		MetricName:      jsii.String("QuotaExceeded"),
-		MetricValue:     jsii.String("1"),
-	})
+	quota := logMetric("QuotaExceededFilter", "api", QuotaExceededPattern, "QuotaExceeded", "1")
 	alarm("QuotaExceeded", quota.Metric(&awscloudwatch.MetricOptions{
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 	}), "Admissions were refused with 429 quota_exceeded: a tenant's or caller's active operations fill its quota.")
@@ -75,13 +74,7 @@ func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function,
 	// its target lock and quota slot until an operator resolves it. One metric, a filter on
 	// each function's log.
 	for _, f := range []string{"recorder", "reconciler"} {
-		awslogs.NewMetricFilter(stack, jsii.String(title(f)+"OutcomeUnknownFilter"), &awslogs.MetricFilterProps{
-			LogGroup:        fns[f].LogGroup(),
-			FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(OutcomeUnknownPatterns[f])),
-			MetricNamespace: jsii.String("longrun/" + props.Stage),
-			MetricName:      jsii.String("OutcomeUnknownRecorded"),
-			MetricValue:     jsii.String("1"),
-		})
+		logMetric(title(f)+"OutcomeUnknownFilter", f, OutcomeUnknownPatterns[f], "OutcomeUnknownRecorded", "1")
 	}
 	alarm("OutcomeUnknown", awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace: jsii.String("longrun/" + props.Stage), MetricName: jsii.String("OutcomeUnknownRecorded"),
@@ -91,13 +84,7 @@ func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function,
 	// How many operations wait for an operator, all tenants together: every reconciler run
 	// logs the number (the attention index), so the alarm stays on until they are resolved
 	// (`longrun unknown` lists them).
-	waiting := awslogs.NewMetricFilter(stack, jsii.String("OutcomeUnknownWaitingFilter"), &awslogs.MetricFilterProps{
-		LogGroup:        fns["reconciler"].LogGroup(),
-		FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(WaitingPattern)),
-		MetricNamespace: jsii.String("longrun/" + props.Stage),
-		MetricName:      jsii.String("OutcomeUnknownWaiting"),
-		MetricValue:     jsii.String("$.outcome_unknown"),
-	})
+	waiting := logMetric("OutcomeUnknownWaitingFilter", "reconciler", WaitingPattern, "OutcomeUnknownWaiting", "$.outcome_unknown")
 	alarm("OutcomeUnknownWaiting", waiting.Metric(&awscloudwatch.MetricOptions{
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
 	}), "Operations are waiting in outcome_unknown for an operator (longrun unknown lists them; resolve settles them).")
