@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/oapi-codegen/runtime"
-	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
 // Defines values for AcceptedState.
@@ -27,42 +25,6 @@ const (
 func (e AcceptedState) Valid() bool {
 	switch e {
 	case AcceptedStateAccepted:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for DemoTaskAdmissionType.
-const (
-	DemoTaskAdmissionTypeDemoTask DemoTaskAdmissionType = "demo.task"
-)
-
-// Valid indicates whether the value is a known member of the DemoTaskAdmissionType enum.
-func (e DemoTaskAdmissionType) Valid() bool {
-	switch e {
-	case DemoTaskAdmissionTypeDemoTask:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for DemoTaskInputOutcome.
-const (
-	DemoTaskInputOutcomeFail    DemoTaskInputOutcome = "fail"
-	DemoTaskInputOutcomeSucceed DemoTaskInputOutcome = "succeed"
-	DemoTaskInputOutcomeUnknown DemoTaskInputOutcome = "unknown"
-)
-
-// Valid indicates whether the value is a known member of the DemoTaskInputOutcome enum.
-func (e DemoTaskInputOutcome) Valid() bool {
-	switch e {
-	case DemoTaskInputOutcomeFail:
-		return true
-	case DemoTaskInputOutcomeSucceed:
-		return true
-	case DemoTaskInputOutcomeUnknown:
 		return true
 	default:
 		return false
@@ -123,21 +85,6 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeUnsupportedOperationType:
 		return true
 	case ErrorCodeVersionMismatch:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for ExportOrdersAdmissionType.
-const (
-	ExportOrdersAdmissionTypeExportOrders ExportOrdersAdmissionType = "export.orders"
-)
-
-// Valid indicates whether the value is a known member of the ExportOrdersAdmissionType enum.
-func (e ExportOrdersAdmissionType) Valid() bool {
-	switch e {
-	case ExportOrdersAdmissionTypeExportOrders:
 		return true
 	default:
 		return false
@@ -214,10 +161,10 @@ type Accepted struct {
 	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server).
 	Target Target `json:"target"`
 
-	// Type A registered operation type, e.g. `export.orders` or `demo.task`.
+	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
 	//
 	// Examples: export.orders, demo.task
-	Type OperationType `json:"type"`
+	Type OperationTypeName `json:"type"`
 }
 
 // AcceptedState defines model for Accepted.State.
@@ -233,15 +180,15 @@ type AdmissionBadRequestProblem = Problem
 // belongs to (both enforced below).
 type AdmissionConflictProblem = Problem
 
-// AdmissionRequest `{"type": <registered type>, "input": <object validated by the type>}`. The built-in types are listed; `type` selects the input schema.
+// AdmissionRequest `{"type": <operation type>, "input": <object>}`. Operation types are data (the deployment registers them), so this document does not list them: `type` names one of `GET /v1/operation-types`, and `input` is validated against that type's `inputSchema` (`GET /v1/operation-types/{name}`).
 type AdmissionRequest struct {
+	// Input The operation's input: a JSON object validated against the chosen type's `inputSchema` from `GET /v1/operation-types/{name}` (`400 invalid_input`, with the failing fields, when it does not satisfy it).
 	Input map[string]interface{} `json:"input"`
 
-	// Type A registered operation type, e.g. `export.orders` or `demo.task`.
+	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
 	//
 	// Examples: export.orders, demo.task
-	Type  OperationType `json:"type"`
-	union json.RawMessage
+	Type OperationTypeName `json:"type"`
 }
 
 // AlreadyTerminalProblem RFC 9457 problem details. `code` decides; `type` is
@@ -249,48 +196,11 @@ type AdmissionRequest struct {
 // belongs to (both enforced below).
 type AlreadyTerminalProblem = Problem
 
-// DemoTaskAdmission defines model for DemoTaskAdmission.
-type DemoTaskAdmission struct {
-	// Input A synthetic task used by tests, the demo and benchmarks; target = `target`.
-	Input DemoTaskInput         `json:"input"`
-	Type  DemoTaskAdmissionType `json:"type"`
-}
-
-// DemoTaskAdmissionType defines model for DemoTaskAdmission.Type.
-type DemoTaskAdmissionType string
-
-// DemoTaskInput A synthetic task used by tests, the demo and benchmarks; target = `target`.
-type DemoTaskInput struct {
-	Outcome *DemoTaskInputOutcome `json:"outcome,omitempty"`
-	SleepMs *int                  `json:"sleepMs,omitempty"`
-	Steps   *int                  `json:"steps,omitempty"`
-	Target  string                `json:"target"`
-}
-
-// DemoTaskInputOutcome defines model for DemoTaskInput.Outcome.
-type DemoTaskInputOutcome string
-
 // ETagValue defines model for ETagValue.
 type ETagValue = string
 
 // ErrorCode defines model for ErrorCode.
 type ErrorCode string
-
-// ExportOrdersAdmission defines model for ExportOrdersAdmission.
-type ExportOrdersAdmission struct {
-	// Input The caller's order export for the date range; target = `orders:<from>..<to>`.
-	Input ExportOrdersInput         `json:"input"`
-	Type  ExportOrdersAdmissionType `json:"type"`
-}
-
-// ExportOrdersAdmissionType defines model for ExportOrdersAdmission.Type.
-type ExportOrdersAdmissionType string
-
-// ExportOrdersInput The caller's order export for the date range; target = `orders:<from>..<to>`.
-type ExportOrdersInput struct {
-	From openapi_types.Date `json:"from"`
-	To   openapi_types.Date `json:"to"`
-}
 
 // FieldError defines model for FieldError.
 type FieldError struct {
@@ -328,7 +238,8 @@ type NotFoundProblem = Problem
 // Operation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
-// `observedAt` is null until an executor has reported (never invented).
+// `observedAt` is null until an executor has reported (never invented);
+// `progress` is absent until a step has completed.
 type Operation struct {
 	CancelRequested bool      `json:"cancelRequested"`
 	CreatedAt       Timestamp `json:"createdAt"`
@@ -344,6 +255,9 @@ type Operation struct {
 	// Problem Why an operation failed or why its outcome is unknown.
 	Problem *OperationProblem `json:"problem,omitempty"`
 
+	// Progress How far the work has got, folded from the facts the worker reported, never invented; present once a step has completed. `completedSteps` counts the steps that completed; `totalSteps` (when the worker knows it; never below `completedSteps`), `percent` and `message` are the latest the worker reported.
+	Progress *Progress `json:"progress,omitempty"`
+
 	// Result The type's result; only when `succeeded`.
 	Result *map[string]interface{} `json:"result,omitempty"`
 
@@ -357,11 +271,11 @@ type Operation struct {
 	Target   Target `json:"target"`
 	Terminal bool   `json:"terminal"`
 
-	// Type A registered operation type, e.g. `export.orders` or `demo.task`.
+	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
 	//
 	// Examples: export.orders, demo.task
-	Type      OperationType `json:"type"`
-	UpdatedAt Timestamp     `json:"updatedAt"`
+	Type      OperationTypeName `json:"type"`
+	UpdatedAt Timestamp         `json:"updatedAt"`
 
 	// Version Increases with every fact; the `ETag` carries it.
 	Version int `json:"version"`
@@ -389,10 +303,36 @@ type OperationProblem struct {
 	Type   string `json:"type"`
 }
 
-// OperationType A registered operation type, e.g. `export.orders` or `demo.task`.
+// OperationType One operation type the API admits, as the deployment's registry defines it: the same registry admission validates against, so `inputSchema` is exactly what an admission's `input` must satisfy.
+type OperationType struct {
+	// DeadlineSeconds How long, in whole seconds from its admission, an operation of this type may take before the reconciler stops it (`deadline_exceeded`).
+	DeadlineSeconds int `json:"deadlineSeconds"`
+
+	// Description What an operation of this type does, for people.
+	Description string `json:"description"`
+
+	// InputSchema The JSON Schema (draft 2020-12) an admission's `input` must satisfy, as a JSON object.
+	InputSchema map[string]interface{} `json:"inputSchema"`
+
+	// Name The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+	//
+	// Examples: export.orders, demo.task
+	Name OperationTypeName `json:"name"`
+
+	// Version The type's version (its template revision); part of every admission's fingerprint, so a replay across a version change is a different request.
+	Version int `json:"version"`
+}
+
+// OperationTypeList defines model for OperationTypeList.
+type OperationTypeList struct {
+	// Items Every operation type the API admits, sorted by name.
+	Items []OperationType `json:"items"`
+}
+
+// OperationTypeName The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
 //
 // Examples: export.orders, demo.task
-type OperationType = string
+type OperationTypeName = string
 
 // PayloadTooLargeProblem RFC 9457 problem details. `code` decides; `type` is
 // `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
@@ -419,6 +359,21 @@ type Problem struct {
 	Status    int    `json:"status"`
 	Title     string `json:"title"`
 	Type      string `json:"type"`
+}
+
+// Progress How far the work has got, folded from the facts the worker reported, never invented; present once a step has completed. `completedSteps` counts the steps that completed; `totalSteps` (when the worker knows it; never below `completedSteps`), `percent` and `message` are the latest the worker reported.
+type Progress struct {
+	// CompletedSteps The steps that have completed.
+	CompletedSteps int `json:"completedSteps"`
+
+	// Message The worker's latest note on what it is doing, for people.
+	Message *string `json:"message,omitempty"`
+
+	// Percent The worker's own estimate of how much is done, 0 to 100.
+	Percent *float64 `json:"percent,omitempty"`
+
+	// TotalSteps The steps the work takes, as the worker last reported it.
+	TotalSteps *int `json:"totalSteps,omitempty"`
 }
 
 // QuotaExceededProblem RFC 9457 problem details. `code` decides; `type` is
@@ -490,13 +445,18 @@ type Limit = int
 // OperationIDPath defines model for OperationIdPath.
 type OperationIDPath = string
 
+// OperationTypeNamePath The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+//
+// Examples: export.orders, demo.task
+type OperationTypeNamePath = OperationTypeName
+
 // StateFilter `accepted` → `dispatched` → `running` → one of `succeeded` | `failed` | `canceled`; `cancelling` after cancellation intent on a dispatched or running operation; `outcome_unknown` when an external effect may have happened but its result was lost (not terminal, never retried blindly: it waits for reconciliation or an operator).
 type StateFilter = State
 
-// TypeFilter A registered operation type, e.g. `export.orders` or `demo.task`.
+// TypeFilter The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
 //
 // Examples: export.orders, demo.task
-type TypeFilter = OperationType
+type TypeFilter = OperationTypeName
 
 // AdmissionBadRequest defines model for AdmissionBadRequest.
 type AdmissionBadRequest = AdmissionBadRequestProblem
@@ -510,7 +470,8 @@ type AlreadyTerminal = AlreadyTerminalProblem
 // CancelRepresentation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
-// `observedAt` is null until an executor has reported (never invented).
+// `observedAt` is null until an executor has reported (never invented);
+// `progress` is absent until a step has completed.
 type CancelRepresentation = Operation
 
 // Forbidden defines model for Forbidden.
@@ -528,6 +489,9 @@ type MethodNotAllowed = MethodNotAllowedProblem
 // NotFound defines model for NotFound.
 type NotFound = NotFoundProblem
 
+// OperationTypeNotFound defines model for OperationTypeNotFound.
+type OperationTypeNotFound = NotFoundProblem
+
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge = PayloadTooLargeProblem
 
@@ -537,13 +501,15 @@ type QuotaExceeded = QuotaExceededProblem
 // Representation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
-// `observedAt` is null until an executor has reported (never invented).
+// `observedAt` is null until an executor has reported (never invented);
+// `progress` is absent until a step has completed.
 type Representation = Operation
 
 // ResolvedRepresentation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
-// `observedAt` is null until an executor has reported (never invented).
+// `observedAt` is null until an executor has reported (never invented);
+// `progress` is absent until a step has completed.
 type ResolvedRepresentation = Operation
 
 // Unauthenticated defines model for Unauthenticated.
@@ -558,7 +524,7 @@ type UnsupportedMediaType = UnsupportedMediaTypeProblem
 // VersionMismatch defines model for VersionMismatch.
 type VersionMismatch = VersionMismatchProblem
 
-// Admission `{"type": <registered type>, "input": <object validated by the type>}`. The built-in types are listed; `type` selects the input schema.
+// Admission `{"type": <operation type>, "input": <object>}`. Operation types are data (the deployment registers them), so this document does not list them: `type` names one of `GET /v1/operation-types`, and `input` is validated against that type's `inputSchema` (`GET /v1/operation-types/{name}`).
 type Admission = AdmissionRequest
 
 // Resolve defines model for Resolve.
@@ -596,158 +562,6 @@ type AdmitOperationJSONRequestBody = AdmissionRequest
 
 // ResolveOperationJSONRequestBody defines body for ResolveOperation for application/json ContentType.
 type ResolveOperationJSONRequestBody = ResolveRequest
-
-// AsExportOrdersAdmission returns the union data inside the AdmissionRequest as a ExportOrdersAdmission
-func (t AdmissionRequest) AsExportOrdersAdmission() (ExportOrdersAdmission, error) {
-	var body ExportOrdersAdmission
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromExportOrdersAdmission overwrites any union data inside the AdmissionRequest as the provided ExportOrdersAdmission
-func (t *AdmissionRequest) FromExportOrdersAdmission(v ExportOrdersAdmission) error {
-	t.Type = "export.orders"
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b, err = runtime.JSONMerge(b, []byte(`{"type":"export.orders"}`))
-	t.union = b
-	return err
-}
-
-// MergeExportOrdersAdmission performs a merge with any union data inside the AdmissionRequest, using the provided ExportOrdersAdmission
-func (t *AdmissionRequest) MergeExportOrdersAdmission(v ExportOrdersAdmission) error {
-	t.Type = "export.orders"
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b, err = runtime.JSONMerge(b, []byte(`{"type":"export.orders"}`))
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-// AsDemoTaskAdmission returns the union data inside the AdmissionRequest as a DemoTaskAdmission
-func (t AdmissionRequest) AsDemoTaskAdmission() (DemoTaskAdmission, error) {
-	var body DemoTaskAdmission
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromDemoTaskAdmission overwrites any union data inside the AdmissionRequest as the provided DemoTaskAdmission
-func (t *AdmissionRequest) FromDemoTaskAdmission(v DemoTaskAdmission) error {
-	t.Type = "demo.task"
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b, err = runtime.JSONMerge(b, []byte(`{"type":"demo.task"}`))
-	t.union = b
-	return err
-}
-
-// MergeDemoTaskAdmission performs a merge with any union data inside the AdmissionRequest, using the provided DemoTaskAdmission
-func (t *AdmissionRequest) MergeDemoTaskAdmission(v DemoTaskAdmission) error {
-	t.Type = "demo.task"
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b, err = runtime.JSONMerge(b, []byte(`{"type":"demo.task"}`))
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-func (t AdmissionRequest) Discriminator() (string, error) {
-	var discriminator struct {
-		Discriminator string `json:"type"`
-	}
-	err := json.Unmarshal(t.union, &discriminator)
-	return discriminator.Discriminator, err
-}
-
-func (t AdmissionRequest) ValueByDiscriminator() (interface{}, error) {
-	discriminator, err := t.Discriminator()
-	if err != nil {
-		return nil, err
-	}
-	switch discriminator {
-	case "demo.task":
-		return t.AsDemoTaskAdmission()
-	case "export.orders":
-		return t.AsExportOrdersAdmission()
-	default:
-		return nil, errors.New("unknown discriminator value: " + discriminator)
-	}
-}
-
-func (t AdmissionRequest) MarshalJSON() ([]byte, error) {
-	b, err := t.union.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	object := make(map[string]json.RawMessage)
-	if t.union != nil {
-		err = json.Unmarshal(b, &object)
-		if err != nil {
-			return nil, err
-		}
-	}
-
-	if t.Input != nil {
-		object["input"], err = json.Marshal(t.Input)
-		if err != nil {
-			return nil, fmt.Errorf("error marshaling 'input': %w", err)
-		}
-	}
-
-	object["type"], err = json.Marshal(t.Type)
-	if err != nil {
-		return nil, fmt.Errorf("error marshaling 'type': %w", err)
-	}
-
-	b, err = json.Marshal(object)
-	return b, err
-}
-
-func (t *AdmissionRequest) UnmarshalJSON(b []byte) error {
-	err := t.union.UnmarshalJSON(b)
-	if err != nil {
-		return err
-	}
-	object := make(map[string]json.RawMessage)
-	err = json.Unmarshal(b, &object)
-	if err != nil {
-		return err
-	}
-
-	if raw, found := object["input"]; found {
-		err = json.Unmarshal(raw, &t.Input)
-		if err != nil {
-			return fmt.Errorf("error reading 'input': %w", err)
-		}
-	}
-
-	if raw, found := object["type"]; found {
-		err = json.Unmarshal(raw, &t.Type)
-		if err != nil {
-			return fmt.Errorf("error reading 'type': %w", err)
-		}
-	}
-
-	return err
-}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -822,6 +636,24 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// ListOperationTypes List the operation types
+	//
+	// Every operation type this API admits, sorted by name: exactly the types an
+	// admission's `type` may name (any other is `400 unsupported_operation_type`),
+	// each with the JSON Schema its `input` is validated against. Types are data,
+	// registered by the deployment, so this document cannot list them: ask the API.
+	//
+	// Corresponds with GET /v1/operation-types (the `ListOperationTypes` operationId).
+	ListOperationTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOperationType Read an operation type
+	//
+	// One operation type the API admits, as `GET /v1/operation-types` lists it. A
+	// name the API does not admit is `404 not_found`.
+	//
+	// Corresponds with GET /v1/operation-types/{name} (the `GetOperationType` operationId).
+	GetOperationType(ctx context.Context, name OperationTypeNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOperations List the caller's operations
 	//
@@ -958,6 +790,44 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
 	ResolveOperation(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListOperationTypes List the operation types
+//
+// Every operation type this API admits, sorted by name: exactly the types an
+// admission's `type` may name (any other is `400 unsupported_operation_type`),
+// each with the JSON Schema its `input` is validated against. Types are data,
+// registered by the deployment, so this document cannot list them: ask the API.
+//
+// Corresponds with GET /v1/operation-types (the `ListOperationTypes` operationId).
+func (c *Client) ListOperationTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOperationTypesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOperationType Read an operation type
+//
+// One operation type the API admits, as `GET /v1/operation-types` lists it. A
+// name the API does not admit is `404 not_found`.
+//
+// Corresponds with GET /v1/operation-types/{name} (the `GetOperationType` operationId).
+func (c *Client) GetOperationType(ctx context.Context, name OperationTypeNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOperationTypeRequest(c.Server, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListOperations List the caller's operations
@@ -1164,6 +1034,67 @@ func (c *Client) ResolveOperation(ctx context.Context, operationID OperationIDPa
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListOperationTypesRequest constructs an http.Request for the ListOperationTypes method
+func NewListOperationTypesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/operation-types")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOperationTypeRequest constructs an http.Request for the GetOperationType method
+func NewGetOperationTypeRequest(server string, name OperationTypeNamePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/operation-types/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewListOperationsRequest constructs an http.Request for the ListOperations method
@@ -1483,6 +1414,28 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListOperationTypesWithResponse List the operation types
+	//
+	// Every operation type this API admits, sorted by name: exactly the types an
+	// admission's `type` may name (any other is `400 unsupported_operation_type`),
+	// each with the JSON Schema its `input` is validated against. Types are data,
+	// registered by the deployment, so this document cannot list them: ask the API.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/operation-types (the `ListOperationTypes` operationId).
+	ListOperationTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOperationTypesResponse, error)
+
+	// GetOperationTypeWithResponse Read an operation type
+	//
+	// One operation type the API admits, as `GET /v1/operation-types` lists it. A
+	// name the API does not admit is `404 not_found`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/operation-types/{name} (the `GetOperationType` operationId).
+	GetOperationTypeWithResponse(ctx context.Context, name OperationTypeNamePath, reqEditors ...RequestEditorFn) (*GetOperationTypeResponse, error)
+
 	// ListOperationsWithResponse List the caller's operations
 	//
 	// The caller's operations, newest first. A cursor is opaque and bound to the
@@ -1624,6 +1577,234 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
 	ResolveOperationWithResponse(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error)
+}
+
+// ListOperationTypesResponse200Headers the declared response headers of an HTTP 200 response for ListOperationTypes
+type ListOperationTypesResponse200Headers struct {
+	CacheControl string
+	XRequestID   string
+}
+
+// ListOperationTypesResponse401Headers the declared response headers of an HTTP 401 response for ListOperationTypes
+type ListOperationTypesResponse401Headers struct {
+	XRequestID string
+}
+
+// ListOperationTypesResponse405Headers the declared response headers of an HTTP 405 response for ListOperationTypes
+type ListOperationTypesResponse405Headers struct {
+	Allow      string
+	XRequestID string
+}
+
+// ListOperationTypesResponse500Headers the declared response headers of an HTTP 500 response for ListOperationTypes
+type ListOperationTypesResponse500Headers struct {
+	XRequestID string
+}
+
+// ListOperationTypesResponse503Headers the declared response headers of an HTTP 503 response for ListOperationTypes
+type ListOperationTypesResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+type ListOperationTypesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperationTypeList
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthenticated
+	// ApplicationProblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationProblemJSON405 *MethodNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListOperationTypesResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListOperationTypesResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListOperationTypesResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListOperationTypesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOperationTypesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOperationTypesResponse) GetJSON200() *OperationTypeList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListOperationTypesResponse) GetApplicationProblemJSON401() *Unauthenticated {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r ListOperationTypesResponse) GetApplicationProblemJSON405() *MethodNotAllowed {
+	return r.ApplicationProblemJSON405
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListOperationTypesResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListOperationTypesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOperationTypesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOperationTypesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOperationTypesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOperationTypesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOperationTypeResponse200Headers the declared response headers of an HTTP 200 response for GetOperationType
+type GetOperationTypeResponse200Headers struct {
+	CacheControl string
+	XRequestID   string
+}
+
+// GetOperationTypeResponse401Headers the declared response headers of an HTTP 401 response for GetOperationType
+type GetOperationTypeResponse401Headers struct {
+	XRequestID string
+}
+
+// GetOperationTypeResponse404Headers the declared response headers of an HTTP 404 response for GetOperationType
+type GetOperationTypeResponse404Headers struct {
+	XRequestID string
+}
+
+// GetOperationTypeResponse405Headers the declared response headers of an HTTP 405 response for GetOperationType
+type GetOperationTypeResponse405Headers struct {
+	Allow      string
+	XRequestID string
+}
+
+// GetOperationTypeResponse500Headers the declared response headers of an HTTP 500 response for GetOperationType
+type GetOperationTypeResponse500Headers struct {
+	XRequestID string
+}
+
+// GetOperationTypeResponse503Headers the declared response headers of an HTTP 503 response for GetOperationType
+type GetOperationTypeResponse503Headers struct {
+	RetryAfter int
+	XRequestID string
+}
+
+type GetOperationTypeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OperationType
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthenticated
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *OperationTypeNotFound
+	// ApplicationProblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationProblemJSON405 *MethodNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetOperationTypeResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOperationTypeResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetOperationTypeResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetOperationTypeResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetOperationTypeResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOperationTypeResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOperationTypeResponse) GetJSON200() *OperationType {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetOperationTypeResponse) GetApplicationProblemJSON401() *Unauthenticated {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetOperationTypeResponse) GetApplicationProblemJSON404() *OperationTypeNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r GetOperationTypeResponse) GetApplicationProblemJSON405() *MethodNotAllowed {
+	return r.ApplicationProblemJSON405
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetOperationTypeResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetOperationTypeResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOperationTypeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOperationTypeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOperationTypeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOperationTypeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListOperationsResponse200Headers the declared response headers of an HTTP 200 response for ListOperations
@@ -2410,6 +2591,40 @@ func (r ResolveOperationResponse) ContentType() string {
 	return ""
 }
 
+// ListOperationTypesWithResponse List the operation types
+//
+// Every operation type this API admits, sorted by name: exactly the types an
+// admission's `type` may name (any other is `400 unsupported_operation_type`),
+// each with the JSON Schema its `input` is validated against. Types are data,
+// registered by the deployment, so this document cannot list them: ask the API.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/operation-types (the `ListOperationTypes` operationId).
+func (c *ClientWithResponses) ListOperationTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListOperationTypesResponse, error) {
+	rsp, err := c.ListOperationTypes(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOperationTypesResponse(rsp)
+}
+
+// GetOperationTypeWithResponse Read an operation type
+//
+// One operation type the API admits, as `GET /v1/operation-types` lists it. A
+// name the API does not admit is `404 not_found`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/operation-types/{name} (the `GetOperationType` operationId).
+func (c *ClientWithResponses) GetOperationTypeWithResponse(ctx context.Context, name OperationTypeNamePath, reqEditors ...RequestEditorFn) (*GetOperationTypeResponse, error) {
+	rsp, err := c.GetOperationType(ctx, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOperationTypeResponse(rsp)
+}
+
 // ListOperationsWithResponse List the caller's operations
 //
 // The caller's operations, newest first. A cursor is opaque and bound to the
@@ -2592,6 +2807,279 @@ func (c *ClientWithResponses) ResolveOperationWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseResolveOperationResponse(rsp)
+}
+
+// ParseListOperationTypesResponse parses an HTTP response from a ListOperationTypesWithResponse call
+func ParseListOperationTypesResponse(rsp *http.Response) (*ListOperationTypesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOperationTypesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperationTypeList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListOperationTypesResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListOperationTypesResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListOperationTypesResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListOperationTypesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOperationTypesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOperationTypeResponse parses an HTTP response from a GetOperationTypeWithResponse call
+func ParseGetOperationTypeResponse(rsp *http.Response) (*GetOperationTypeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOperationTypeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OperationType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OperationTypeNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetOperationTypeResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetOperationTypeResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetOperationTypeResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetOperationTypeResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetOperationTypeResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOperationTypeResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListOperationsResponse parses an HTTP response from a ListOperationsWithResponse call

@@ -24,18 +24,17 @@ import (
 // schemaTypes names, for every object schema of the contract, the generated type that
 // carries it. A new object schema fails TestEverySchemaHasAType until it is listed here.
 var schemaTypes = map[string]any{
-	"Accepted":              client.Accepted{},
-	"AdmissionRequest":      client.AdmissionRequest{},
-	"DemoTaskAdmission":     client.DemoTaskAdmission{},
-	"DemoTaskInput":         client.DemoTaskInput{},
-	"ExportOrdersAdmission": client.ExportOrdersAdmission{},
-	"ExportOrdersInput":     client.ExportOrdersInput{},
-	"FieldError":            client.FieldError{},
-	"Operation":             client.Operation{},
-	"OperationList":         client.OperationList{},
-	"OperationProblem":      client.OperationProblem{},
-	"Problem":               client.Problem{},
-	"ResolveRequest":        client.ResolveRequest{},
+	"Accepted":          client.Accepted{},
+	"AdmissionRequest":  client.AdmissionRequest{},
+	"FieldError":        client.FieldError{},
+	"Operation":         client.Operation{},
+	"OperationList":     client.OperationList{},
+	"OperationProblem":  client.OperationProblem{},
+	"OperationType":     client.OperationType{},
+	"OperationTypeList": client.OperationTypeList{},
+	"Problem":           client.Problem{},
+	"Progress":          client.Progress{},
+	"ResolveRequest":    client.ResolveRequest{},
 	// The per-response problems: Problem, with `code` narrowed (which the client leaves to
 	// the server).
 	"AdmissionBadRequestProblem":  client.AdmissionBadRequestProblem{},

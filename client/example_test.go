@@ -46,14 +46,8 @@ func ExampleClientWithResponses_AdmitOperationWithResponse() {
 		fmt.Println(err)
 		return
 	}
-	var body client.AdmissionRequest
-	if err := body.FromDemoTaskAdmission(client.DemoTaskAdmission{
-		Type:  client.DemoTaskAdmissionTypeDemoTask,
-		Input: client.DemoTaskInput{Target: "invoice-42"},
-	}); err != nil {
-		fmt.Println(err)
-		return
-	}
+	// The input is validated against demo.task's inputSchema (GetOperationType says what it is).
+	body := client.AdmissionRequest{Type: "demo.task", Input: map[string]any{"target": "invoice-42"}}
 	resp, err := c.AdmitOperationWithResponse(context.Background(),
 		&client.AdmitOperationParams{IdempotencyKey: "8e03978e-40d5-43e8-bc93-6894a57f9324"}, body)
 	if err != nil {

@@ -6,15 +6,26 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-//go:embed schemas/*.json samples/*.json
+//go:embed schemas/*.json samples/*.json samples/worker/*.json
 var files embed.FS
 
 // Sample returns samples/<name>.json.
 func Sample(name string) []byte { return mustRead("samples/" + name + ".json") }
+
+// Samples lists the samples in samples/<dir>, as names for Sample ("<dir>/<name>").
+func Samples(dir string) []string {
+	entries, _ := files.ReadDir("samples/" + dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, dir+"/"+strings.TrimSuffix(e.Name(), ".json"))
+	}
+	return names
+}
 
 // Schema returns schemas/<name>.json.
 func Schema(name string) []byte { return mustRead("schemas/" + name + ".json") }

@@ -11,11 +11,11 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/step"
 	"github.com/longrun-dev/longrun/internal/local/eventfilter"
 	"github.com/longrun-dev/longrun/internal/service/httpapi"
 	"github.com/longrun-dev/longrun/internal/service/notify"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
-	"github.com/longrun-dev/longrun/internal/service/worker"
 )
 
 // strict decodes a sample into a function's input type, refusing unknown fields, so a
@@ -49,16 +49,35 @@ func TestSamplesAreWhatTheFunctionsRead(t *testing.T) {
 		t.Fatalf("notifier sample: %+v %v %v", c, ok, err)
 	}
 
-	for _, w := range []string{"worker-demo-task", "worker-export-orders"} {
-		var task worker.Task
-		strict(t, w, &task)
-		if task.OperationID == "" {
-			t.Fatalf("%s sample without operation", w)
+	// The worker protocol's samples (the public worker package checks them against the
+	// protocol's schemas) are what longrun's side sends and reads.
+	samples := Samples("worker")
+	if len(samples) < 6 {
+		t.Fatalf("worker protocol samples: %v", samples)
+	}
+	for _, name := range samples {
+		switch {
+		case strings.Contains(name, "request"):
+			var req step.Request
+			strict(t, name, &req)
+			if req.Protocol != step.Protocol || req.OperationID == "" || req.Step < 1 {
+				t.Fatalf("%s: %+v", name, req)
+			}
+		case strings.Contains(name, "report"):
+			if _, err := step.ParseReport(Sample(name)); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		default:
+			t.Fatalf("%s: neither a request nor a report", name)
 		}
 	}
-	var ok1, caught recorder.Input
+	var first, ok1, caught recorder.Input
+	strict(t, "recorder-first", &first)
 	strict(t, "recorder", &ok1)
 	strict(t, "recorder-caught-error", &caught)
+	if first.OperationID == "" {
+		t.Fatal("the recorder's first input names the operation")
+	}
 	if f, ok := recorder.Outcome(ok1); !ok || f.Kind != "succeeded" {
 		t.Fatalf("recorder sample: %+v", f)
 	}

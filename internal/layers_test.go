@@ -94,12 +94,13 @@ func rules() map[string]struct {
 		// (aws-lambda-go/events) but never an SDK client or an adapter.
 		"service": {layers: []string{"core", "service"}, foreign: awsSDK},
 		// Adapters implement the services' ports.
-		"aws":       {layers: []string{"core", "service", "aws"}},
-		"local":     {layers: []string{"core", "service", "aws", "local"}},
-		"client":    {layers: []string{"client"}},
-		"testkit":   {layers: []string{"core", "service", "aws", "local", "testkit"}},
-		"e2e":       {layers: []string{"core", "service", "aws", "local", "client", "testkit", "public"}},
-		"functions": {layers: []string{"core", "service", "aws"}},
+		"aws":     {layers: []string{"core", "service", "aws"}},
+		"local":   {layers: []string{"core", "service", "aws", "local"}},
+		"client":  {layers: []string{"client"}},
+		"testkit": {layers: []string{"core", "service", "aws", "local", "testkit"}},
+		"e2e":     {layers: []string{"core", "service", "aws", "local", "client", "testkit", "public"}},
+		// Workers are written on the public worker package, as a team's are.
+		"functions": {layers: []string{"core", "service", "aws", "public"}},
 		"cmd":       {layers: []string{"core", "service", "aws", "local", "client", "public"}},
 		"infra":     {layers: []string{"core", "service", "aws", "infra"}},
 		// Public packages are what users import: they must not drag internal packages'
@@ -158,7 +159,7 @@ func TestLayersCatchWrongEdges(t *testing.T) {
 		{ImportPath: m("internal/service/notify"), Deps: []string{"github.com/aws/smithy-go"}},
 		{ImportPath: m("functions/api"), Deps: []string{m("internal/testkit/dynamotest")}},
 		{ImportPath: m("internal/aws/dynamo"), Deps: []string{m("internal/local/ddblocal")}},
-		{ImportPath: m("worker"), Deps: []string{m("internal/service/worker")}},
+		{ImportPath: m("worker"), Deps: []string{m("internal/service/recorder")}},
 		// allowed: services read Lambda's event shapes; adapters import services' ports
 		{ImportPath: m("internal/service/dispatch"), Deps: []string{"github.com/aws/aws-lambda-go/events", m("internal/core/facts")}},
 		{ImportPath: m("internal/aws/sqs"), Deps: []string{m("internal/service/dispatch"), "github.com/aws/aws-sdk-go-v2/service/sqs"}},

@@ -16,8 +16,10 @@ import (
 func main() {
 	fn := config.MustFunction()
 	gen := ids.New()
+	types := fn.Registry() // one registry for admission and discovery
 	handler := &httpapi.Handler{
-		Admission: &admission.Service{Store: fn.Store, Registry: fn.Registry(), Now: time.Now, NewID: gen.Operation,
+		Types: types,
+		Admission: &admission.Service{Store: fn.Store, Registry: types, Now: time.Now, NewID: gen.Operation,
 			Window: fn.Config.Window, Quota: fn.Config.Quota, PrincipalQuota: fn.Config.PrincipalQuota},
 		Operations:   fn.Store,
 		Intents:      &intent.Service{Store: fn.Store, Now: time.Now},

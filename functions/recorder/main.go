@@ -1,4 +1,6 @@
-// Command recorder is the workflow's last task: it appends the operation's terminal fact.
+// Command recorder is longrun's side of every step: the workflow calls it before each step
+// (it checks intent, the deadline and maxSteps, and builds the worker's step request) and
+// after each (it records how the step ended as facts).
 package main
 
 import (
@@ -12,6 +14,6 @@ import (
 
 func main() {
 	fn := config.MustFunction()
-	r := &recorder.Recorder{Store: fn.Store, Now: time.Now, Log: fn.Log}
+	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Now: time.Now, Log: fn.Log}
 	lambda.Start(r.Handle)
 }

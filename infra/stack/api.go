@@ -189,6 +189,10 @@ func newAPI(stack awscdk.Stack, props *Props, dev bool, fn awslambda.Function, u
 	cancel.AddMethod(jsii.String("POST"), integration, method)
 	resolve := one.AddResource(jsii.String("resolve"), nil)
 	resolve.AddMethod(jsii.String("POST"), integration, method)
+	types := v1.AddResource(jsii.String("operation-types"), nil)
+	types.AddMethod(jsii.String("GET"), integration, method)
+	oneType := types.AddResource(jsii.String("{name}"), nil)
+	oneType.AddMethod(jsii.String("GET"), integration, method)
 
 	// Everything else reaches the function too, so the answers are the contract's: 405 with
 	// Allow for a method a path lacks, 404 for a path the API lacks (docs/idempotency.md).
@@ -200,10 +204,10 @@ func newAPI(stack awscdk.Stack, props *Props, dev bool, fn awslambda.Function, u
 	// resource higher up (/v1/operations needs none: {operationId} takes any next segment,
 	// and a resource has at most one variable child). Authorization comes before the
 	// integration: an anonymous caller still gets API Gateway's 401, on any path.
-	for _, r := range []awsapigateway.IResource{root, v1, ops, one, cancel, resolve} {
+	for _, r := range []awsapigateway.IResource{root, v1, ops, one, cancel, resolve, types, oneType} {
 		r.AddMethod(jsii.String("ANY"), integration, method)
 	}
-	for _, r := range []awsapigateway.IResource{root, v1, one, cancel, resolve} {
+	for _, r := range []awsapigateway.IResource{root, v1, one, cancel, resolve, oneType} {
 		r.AddResource(jsii.String("{proxy+}"), nil).AddMethod(jsii.String("ANY"), integration, method)
 	}
 

@@ -19,6 +19,8 @@ var contractMethods = []string{
 	"GET /v1/operations/{operationId}",
 	"POST /v1/operations/{operationId}/cancel",
 	"POST /v1/operations/{operationId}/resolve",
+	"GET /v1/operation-types",
+	"GET /v1/operation-types/{name}",
 }
 
 // authorizations are the ways a stage authorizes its callers: IAM, Cognito with the pool
@@ -241,7 +243,7 @@ func TestUnknownPathsReachTheFunction(t *testing.T) {
 		}
 	}
 	sort.Strings(proxies)
-	if want := []string{"/v1/operations/{operationId}/cancel/{proxy+}", "/v1/operations/{operationId}/resolve/{proxy+}",
+	if want := []string{"/v1/operation-types/{name}/{proxy+}", "/v1/operations/{operationId}/cancel/{proxy+}", "/v1/operations/{operationId}/resolve/{proxy+}",
 		"/v1/operations/{operationId}/{proxy+}", "/v1/{proxy+}", "/{proxy+}"}; !reflect.DeepEqual(proxies, want) {
 		t.Errorf("greedy resources %v, want %v", proxies, want)
 	}
@@ -258,6 +260,9 @@ func TestUnknownPathsReachTheFunction(t *testing.T) {
 		"/v1/operations/op_1/cancel/x":    "/v1/operations/{operationId}/cancel/{proxy+}",
 		"/v1/operations/op_1/resolve/":    "/v1/operations/{operationId}/resolve",
 		"/v1/operations/op_1/resolve/a/b": "/v1/operations/{operationId}/resolve/{proxy+}",
+		"/v1/operation-types":             "/v1/operation-types",
+		"/v1/operation-types/demo.task":   "/v1/operation-types/{name}",
+		"/v1/operation-types/a/b":         "/v1/operation-types/{name}/{proxy+}",
 	} {
 		got := api.resolve(path)
 		if got != want || !api.has("ANY "+got) {

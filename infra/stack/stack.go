@@ -37,7 +37,7 @@ import (
 )
 
 // Function settings per function: memory (MB) and timeout (s). Workers run one step per
-// invocation (≤ 5 s for demo.task), so a minute leaves room for real steps.
+// invocation; their timeout is their types' stepTimeout.
 var functionSettings = map[string][2]float64{
 	"api":        {512, 10},
 	"dispatcher": {256, 60},
@@ -46,7 +46,7 @@ var functionSettings = map[string][2]float64{
 	"reconciler": {256, 120},
 }
 
-const workerSettingsMemory, workerSettingsTimeout = 512, 60
+const workerSettingsMemory = 512
 
 // reservedConcurrency is what the functions that move work forward keep for themselves, so
 // that a flood of API calls or worker steps cannot starve them of the account's
@@ -129,11 +129,19 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	recorder := fn("recorder", functionSettings["recorder"][0], functionSettings["recorder"][1], nil)
 	machines := map[string]awsstepfunctions.StateMachine{}
 	var executorNames []string
-	for _, tname := range registry.Names() {
-		typ, _ := registry.Lookup(tname)
-		worker := fn(stepfunctions.FunctionName(typ.Executor), workerSettingsMemory, workerSettingsTimeout, nil)
-		sm := awsstepfunctions.NewStateMachine(stack, jsii.String(title(typ.Executor)+"Workflow"), &awsstepfunctions.StateMachineProps{
-			StateMachineName: name(typ.Executor),
+	for _, w := range registry.Workers() {
+		// A worker's function may run as long as the longest step of the types it serves:
+		// the workflow gives each step the type's stepTimeout (TimeoutSecondsPath), and the
+		// function's own timeout ends the invocation at the same bound.
+		timeout := 0.0
+		for _, t := range registry.Types() {
+			if t.Worker == w {
+				timeout = max(timeout, t.StepTimeout.Seconds())
+			}
+		}
+		worker := fn(stepfunctions.FunctionName(w), workerSettingsMemory, timeout, nil)
+		sm := awsstepfunctions.NewStateMachine(stack, jsii.String(title(w)+"Workflow"), &awsstepfunctions.StateMachineProps{
+			StateMachineName: name(w),
 			StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
 			DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(jsii.String(stepfunctions.Template())),
 			DefinitionSubstitutions: &map[string]*string{
@@ -143,8 +151,8 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		})
 		worker.GrantInvoke(sm)
 		recorder.GrantInvoke(sm)
-		machines[typ.Executor] = sm
-		executorNames = append(executorNames, typ.Executor)
+		machines[w] = sm
+		executorNames = append(executorNames, w)
 	}
 	sort.Strings(executorNames)
 	arns := map[string]interface{}{}

@@ -21,6 +21,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/core/optype"
 )
 
 func TestMain(m *testing.M) {
@@ -405,6 +406,22 @@ func TestWorkflowsComeFromTheTemplate(t *testing.T) {
 	tpl.cdk.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), &map[string]any{
 		"DefinitionString": stepfunctions.Template(),
 	})
+}
+
+// Each worker's function may run as long as its types' stepTimeout, and no longer: the
+// workflow gives each step that long (TimeoutSecondsPath, from the recorder's decision), and
+// the function's own timeout ends the invocation at the same bound.
+func TestWorkerTimeoutsAreTheTypesStepTimeouts(t *testing.T) {
+	tpl := dev(t)
+	for _, typ := range optype.Builtin().Types() {
+		f := tpl.Resources[tpl.functionID(t, stepfunctions.FunctionName(typ.Worker))]
+		if got := f.Properties["Timeout"]; got != typ.StepTimeout.Seconds() {
+			t.Errorf("%s: timeout %v, want the type's stepTimeout %v", typ.Worker, got, typ.StepTimeout.Seconds())
+		}
+	}
+	if !strings.Contains(stepfunctions.Template(), `"TimeoutSecondsPath": "$.gate.decision.stepTimeoutSeconds"`) {
+		t.Error("the Work state must take its timeout from the recorder's decision")
+	}
 }
 
 func TestAlarms(t *testing.T) {

@@ -46,6 +46,10 @@ type event struct {
 		State         string  `json:"state"`
 		PreviousState *string `json:"previousState"`
 		Version       int     `json:"version"`
+		Progress      *struct {
+			CompletedSteps int `json:"completedSteps"`
+			TotalSteps     int `json:"totalSteps"`
+		} `json:"progress"`
 	} `json:"detail"`
 }
 

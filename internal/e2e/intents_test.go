@@ -197,10 +197,10 @@ func TestCancelRacingDispatch(t *testing.T) {
 					t.Errorf("facts %v, want %s", got, want)
 				}
 				var end struct {
-					Task struct{ Report struct{ Outcome string } }
+					Gate struct{ Decision struct{ Next string } }
 				}
 				_ = json.Unmarshal([]byte(output), &end)
-				if status != sfntypes.ExecutionStatusSucceeded || end.Task.Report.Outcome != "canceled" {
+				if status != sfntypes.ExecutionStatusSucceeded || end.Gate.Decision.Next != "done" {
 					t.Errorf("the execution did not end by itself at an intent check: %s %s", status, output)
 				}
 			}

@@ -43,6 +43,10 @@ type Config struct {
 	// types (demo.task) are served. The CDK stack sets it to true on dev stages only, the
 	// local stack sets it too; Function.Registry is the registry it selects.
 	DemoTypes bool
+	// TypesFile is the operation types' definitions file (LONGRUN_TYPES_FILE; YAML or JSON,
+	// docs/operation-types.md), or several separated by commas; without it the built-in
+	// types are served.
+	TypesFile string
 	// Leases are the reconciler's leases (LONGRUN_LEASE_DISPATCH, _CHECK, _CANCEL,
 	// _DEADLINE as durations); every writer stamps due times with them.
 	Leases operation.Leases
@@ -87,6 +91,7 @@ func FromEnv() (Config, error) {
 		}
 		c.DemoTypes = demo
 	}
+	c.TypesFile = os.Getenv("LONGRUN_TYPES_FILE")
 	c.Leases = operation.DefaultLeases()
 	for name, d := range map[string]*time.Duration{
 		"LONGRUN_LEASE_DISPATCH": &c.Leases.Dispatch, "LONGRUN_LEASE_CHECK": &c.Leases.Check,

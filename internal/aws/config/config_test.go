@@ -48,8 +48,12 @@ func TestDemoTypesFromEnv(t *testing.T) {
 		if err != nil || c.DemoTypes != want {
 			t.Fatalf("LONGRUN_DEMO_TYPES=%q: %v %v, want %v", v, c.DemoTypes, err, want)
 		}
-		_, demo := Function{Config: c}.Registry().Lookup("demo.task")
-		if _, orders := (Function{Config: c}).Registry().Lookup("export.orders"); demo != want || !orders {
+		types, err := Types(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, demo := types.Lookup("demo.task")
+		if _, orders := types.Lookup("export.orders"); demo != want || !orders {
 			t.Fatalf("LONGRUN_DEMO_TYPES=%q: registry has demo.task %v, export.orders %v", v, demo, orders)
 		}
 	}

@@ -23,6 +23,7 @@ type Function struct {
 	AWS    aws.Config
 	Log    *slog.Logger
 	Store  *dynamo.Store
+	Types  *optype.Registry
 }
 
 // MustFunction loads the settings a function needs; required names as for Require.
@@ -44,7 +45,15 @@ func MustFunction(required ...string) Function {
 		// warns on every conditional failure. Only the local stack sets this.
 		o.DisableValidateResponseChecksum = os.Getenv("LONGRUN_DYNAMODB_SKIP_CRC32") == "true"
 	})
-	if budget := stepfunctions.CancelBudget(); cfg.Leases.Cancel <= budget {
+	types, err := Types(cfg)
+	if err != nil {
+		exit(log, err)
+	}
+	budget := CancelBudget(types)
+	switch {
+	case os.Getenv("LONGRUN_LEASE_CANCEL") == "" && cfg.Leases.Cancel <= budget:
+		cfg.Leases.Cancel = budget + time.Minute // a type with long steps needs a longer lease
+	case cfg.Leases.Cancel <= budget:
 		// Allowed (the local stack's tests use short leases), but on AWS the reconciler
 		// would then stop workflows that were about to end by themselves.
 		log.Warn("configuration: LONGRUN_LEASE_CANCEL is shorter than the workflow may rightly run after a cancel",
@@ -52,7 +61,32 @@ func MustFunction(required ...string) Function {
 	}
 	store := dynamo.New(client, cfg.Table)
 	store.Leases = cfg.Leases
-	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store}
+	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store, Types: types}
+}
+
+// Types is the operation types a deployment serves: those of LONGRUN_TYPES_FILE (one file,
+// or several separated by commas), or the
+// built-in types without it; demo types only with LONGRUN_DEMO_TYPES=true. Every function
+// that looks types up (api, dispatcher, recorder, reconciler) takes them from here, so they
+// all agree; an invalid file stops the function with the file, type and field named.
+func Types(cfg Config) (*optype.Registry, error) {
+	if cfg.TypesFile == "" {
+		return optype.Deployed(cfg.DemoTypes), nil
+	}
+	file, err := optype.LoadAll(List(cfg.TypesFile)...)
+	if err != nil {
+		return nil, err
+	}
+	return file.Registry(cfg.DemoTypes), nil
+}
+
+// CancelBudget is the longest any of types' workflows may rightly go on after a cancel.
+func CancelBudget(types *optype.Registry) time.Duration {
+	var budget time.Duration
+	for _, t := range types.Types() {
+		budget = max(budget, stepfunctions.CancelBudget(t.StepTimeout))
+	}
+	return budget
 }
 
 // Executor is the Step Functions executor of the configured state machines.
@@ -60,10 +94,8 @@ func (f Function) Executor() *stepfunctions.Executor {
 	return stepfunctions.NewExecutor(f.AWS, f.Config.StateMachines)
 }
 
-// Registry is the operation types this deployment serves: the built-in types, the demo types
-// only with LONGRUN_DEMO_TYPES=true. Every function that looks types up (api, dispatcher,
-// reconciler) takes it from here, so they all agree.
-func (f Function) Registry() *optype.Registry { return optype.Deployed(f.Config.DemoTypes) }
+// Registry is the operation types this deployment serves (Types).
+func (f Function) Registry() *optype.Registry { return f.Types }
 
 // Dispatcher is the dispatcher the dispatcher and reconciler functions share: the table, the
 // deployment's types (Registry), the dead-letter queue and exec.

@@ -10,6 +10,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/step"
 )
 
 //go:embed operation.asl.json
@@ -43,13 +45,15 @@ func FunctionName(executor string) string { return "worker-" + executor }
 
 // TaskBudget is the longest the template's Task state can run, retries included: every
 // attempt to its timeout (the first, and each retrier's MaxAttempts, since different errors
-// retry separately) and the waits between them.
-func TaskBudget(state string) (time.Duration, error) {
+// retry separately) and the waits between them. timeout is the attempt's timeout for a state
+// that reads it from the workflow's data (TimeoutSecondsPath: the type's stepTimeout).
+func TaskBudget(state string, timeout time.Duration) (time.Duration, error) {
 	var asl struct {
 		States map[string]struct {
-			Type           string
-			TimeoutSeconds float64
-			Retry          []struct {
+			Type               string
+			TimeoutSeconds     float64
+			TimeoutSecondsPath string
+			Retry              []struct {
 				IntervalSeconds, BackoffRate, MaxDelaySeconds float64
 				MaxAttempts                                   int
 			}
@@ -59,6 +63,9 @@ func TaskBudget(state string) (time.Duration, error) {
 		return 0, fmt.Errorf("stepfunctions: the template: %w", err)
 	}
 	st, ok := asl.States[state]
+	if ok && st.TimeoutSecondsPath != "" && timeout > 0 {
+		st.TimeoutSeconds = timeout.Seconds()
+	}
 	if !ok || st.Type != "Task" || st.TimeoutSeconds <= 0 {
 		return 0, fmt.Errorf("stepfunctions: %q is not a Task state with a timeout", state)
 	}
@@ -83,15 +90,16 @@ func TaskBudget(state string) (time.Duration, error) {
 	return time.Duration((float64(attempts)*st.TimeoutSeconds + waits) * float64(time.Second)), nil
 }
 
-// CancelBudget is how long a workflow may rightly go on after a cancel: the step in flight
-// runs to its end (with its retries; the worker checks intent only before a step), then the
-// Record state records the outcome (with its retries). A reconciler that stops the execution
-// sooner stops work that was about to end by itself, so the cancel lease must exceed this.
-func CancelBudget() time.Duration {
-	step, err1 := TaskBudget("Step")
-	record, err2 := TaskBudget("Record")
+// CancelBudget is how long a workflow whose steps may take stepTimeout may rightly go on
+// after a cancel: the step in flight runs to its end (with its retries; intent is checked
+// only between steps) or the pause in progress ends (step.MaxPause), then the Gate state
+// records the outcome (with its retries). A reconciler that stops the execution sooner stops
+// work that was about to end by itself, so the cancel lease must exceed this for every type.
+func CancelBudget(stepTimeout time.Duration) time.Duration {
+	work, err1 := TaskBudget("Work", stepTimeout)
+	gate, err2 := TaskBudget("Gate", 0)
 	if err1 != nil || err2 != nil {
 		panic(fmt.Sprintf("stepfunctions: the embedded template: %v %v", err1, err2)) // a test proves it parses
 	}
-	return step + record
+	return max(work, step.MaxPause) + gate
 }

@@ -64,11 +64,11 @@ func TestStepsAreNeverRetriedOnFunctionErrors(t *testing.T) {
 	if err := json.Unmarshal([]byte(Template()), &asl); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range asl.States["Step"].Retry {
+	for _, r := range asl.States["Work"].Retry {
 		for _, e := range r.ErrorEquals {
 			switch e {
 			case "States.ALL", "States.TaskFailed", "Lambda.Unknown", "States.Timeout":
-				t.Errorf("the Step task retries %s", e)
+				t.Errorf("the Work task retries %s", e)
 			}
 		}
 	}
@@ -98,22 +98,31 @@ func TestRenderDefinition(t *testing.T) {
 }
 
 // Issue #12, defect 2: the default cancel lease outlasts what a workflow may rightly take
-// after a cancel (the step in flight and the Record state, retries included), so the
-// reconciler never stops work that was about to end by itself. Step: 4 × 60 s + 1 + 2 + 4 s;
-// Record: 6 × 60 s + 1 + 2 + 4 + 8 + 16 s.
+// after a cancel (the step in flight or the pause in progress, then the Gate state, retries
+// included), so the reconciler never stops work that was about to end by itself. Work with a
+// 60 s step timeout: 4 × 60 s + 1 + 2 + 4 s; a pause: 300 s; Gate: 6 × 60 s + 1 + 2 + 4 + 8 + 16 s.
 func TestCancelLeaseOutlastsTheWorkflow(t *testing.T) {
-	step, err := TaskBudget("Step")
-	if err != nil || step != 247*time.Second {
-		t.Fatalf("step budget %v %v, want 247s", step, err)
+	work, err := TaskBudget("Work", time.Minute)
+	if err != nil || work != 247*time.Second {
+		t.Fatalf("work budget %v %v, want 247s", work, err)
 	}
-	record, err := TaskBudget("Record")
-	if err != nil || record != 391*time.Second {
-		t.Fatalf("record budget %v %v, want 391s", record, err)
+	if w5, _ := TaskBudget("Work", 5*time.Minute); w5 != 1207*time.Second {
+		t.Fatalf("the step timeout must reach the budget: %v", w5)
 	}
-	if lease := operation.DefaultLeases().Cancel; lease <= CancelBudget() {
-		t.Fatalf("the default cancel lease %v does not outlast the workflow's %v", lease, CancelBudget())
+	gate, err := TaskBudget("Gate", 0)
+	if err != nil || gate != 391*time.Second {
+		t.Fatalf("gate budget %v %v, want 391s", gate, err)
 	}
-	if _, err := TaskBudget("Continue?"); err == nil {
+	if got := CancelBudget(time.Minute); got != 691*time.Second {
+		t.Fatalf("cancel budget %v, want the pause (300 s) + gate", got)
+	}
+	if lease := operation.DefaultLeases().Cancel; lease <= CancelBudget(time.Minute) {
+		t.Fatalf("the default cancel lease %v does not outlast the workflow's %v", lease, CancelBudget(time.Minute))
+	}
+	if _, err := TaskBudget("Route", 0); err == nil {
 		t.Fatal("a Choice state has a task budget")
+	}
+	if _, err := TaskBudget("Work", 0); err == nil {
+		t.Fatal("the Work state's timeout comes from the data: without one there is no budget")
 	}
 }

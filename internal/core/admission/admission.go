@@ -158,12 +158,12 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 		return Outcome{}, problem.Wrap(problem.Internal, err, "An internal error occurred.")
 	}
 	rec := Record{Fingerprint: fp, OperationID: id, Status: http.StatusAccepted, Location: location, Body: first,
-		ExpiresAt: now.Add(s.window())}
+		ExpiresAt: now.Add(s.window(typ))}
 	in := Intent{Scope: req.Scope, Key: req.Key, Now: now, Record: rec, QuotaLimit: s.Quota, PrincipalQuotaLimit: s.PrincipalQuota,
 		First: operation.Fact{Version: 1, Kind: operation.KindAccepted, At: now, Source: operation.SourceAdmission,
 			Actor: req.Scope.Principal, Admission: &operation.Admission{Type: typ.Name, TypeVersion: typ.Version,
 				Target: target, Tenant: req.Scope.Tenant, Principal: req.Scope.Principal, Input: input,
-				QuotaReserved: s.Quota > 0, PrincipalQuotaReserved: s.PrincipalQuota > 0}}}
+				QuotaReserved: s.Quota > 0, PrincipalQuotaReserved: s.PrincipalQuota > 0, Deadline: now.Add(typ.Deadline)}}}
 
 	existing, err := s.Store.Admit(ctx, in)
 	switch {
@@ -182,7 +182,12 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 	}
 }
 
-func (s *Service) window() time.Duration {
+// window is how long the idempotency record answers replays: the type's retention when its
+// definition sets one, else the service's.
+func (s *Service) window(typ optype.Type) time.Duration {
+	if typ.Retention > 0 {
+		return typ.Retention
+	}
 	if s.Window > 0 {
 		return s.Window
 	}

@@ -55,7 +55,7 @@ func fingerprint(t *testing.T, mediaType string, typ optype.Type, target, body s
 
 // Each component of the canonical request must move the fingerprint; formatting must not.
 func TestFingerprintComponents(t *testing.T) {
-	demo := optype.DemoTask()
+	demo, _ := optype.Builtin().Lookup("demo.task")
 	body := `{"type":"demo.task","input":{"target":"a","steps":2}}`
 	base := fingerprint(t, "application/json", demo, "demo:a", body)
 	if len(base) != 64 {

@@ -49,6 +49,7 @@ const (
 	KindDispatched      Kind = "dispatched"       // an execution was started for it
 	KindStarted         Kind = "started"          // the executor began the work
 	KindCancelRequested Kind = "cancel_requested" // a client asked to stop
+	KindProgress        Kind = "progress"         // a step completed and the work goes on
 	KindSucceeded       Kind = "succeeded"
 	KindFailed          Kind = "failed"
 	KindCanceled        Kind = "canceled"
@@ -84,6 +85,20 @@ type Admission struct {
 	// PrincipalQuotaReserved and PrincipalQuotaShard are the same for the caller's own quota.
 	PrincipalQuotaReserved bool `json:"principalQuotaReserved,omitempty"`
 	PrincipalQuotaShard    int  `json:"principalQuotaShard,omitempty"`
+	// Deadline is when the type's deadline ends for this operation, fixed at admission so
+	// that a later change to the type's definition does not move it. After it no step
+	// starts, and the reconciler settles work that is still running. Zero in histories
+	// written before types had deadlines: Leases.Deadline applies to those.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// Progress is how far the work has come: CompletedSteps is counted by longrun from the
+// steps that ended; the rest is what the worker last reported, never invented.
+type Progress struct {
+	CompletedSteps int      `json:"completedSteps"`
+	TotalSteps     int      `json:"totalSteps,omitempty"`
+	Percent        *float64 `json:"percent,omitempty"`
+	Message        string   `json:"message,omitempty"`
 }
 
 // Problem is a typed problem attached to a failed or outcome_unknown operation.
@@ -114,6 +129,7 @@ type Fact struct {
 	Result    json.RawMessage `json:"result,omitempty"`    // KindSucceeded
 	Problem   *Problem        `json:"problem,omitempty"`   // KindFailed, KindOutcomeUnknown
 	Reason    string          `json:"reason,omitempty"`    // operator resolution or cancellation note
+	Progress  *Progress       `json:"progress,omitempty"`  // KindProgress, and a worker's terminal report
 }
 
 // ErrIllegalTransition means a fact cannot follow the operation's current state.
@@ -167,6 +183,8 @@ func transition(s State, k Kind) (State, bool) {
 		}
 	case Running:
 		switch k {
+		case KindProgress:
+			return Running, true
 		case KindCancelRequested:
 			return Cancelling, true
 		case KindSucceeded:
@@ -183,6 +201,8 @@ func transition(s State, k Kind) (State, bool) {
 	// A stale "started" is rejected: intent dominates resume.
 	case Cancelling:
 		switch k {
+		case KindProgress:
+			return Cancelling, true // the step in flight when the cancel came completed
 		case KindCanceled:
 			return Canceled, true
 		case KindSucceeded:
@@ -228,6 +248,7 @@ type Operation struct {
 	ObservedAt      time.Time // zero until an executor has reported
 	CancelRequested bool
 	Started         bool // a started fact exists: a step may have begun
+	Progress        *Progress
 	Result          json.RawMessage
 	Problem         *Problem
 	Execution       string // internal executor reference; never public
@@ -277,6 +298,10 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 	case KindFailed, KindOutcomeUnknown:
 		o.Problem = f.Problem
 	}
+	if f.Progress != nil {
+		p := *f.Progress
+		o.Progress = &p
+	}
 	if f.Source == SourceExecutor {
 		o.ObservedAt = f.At
 	}
@@ -309,6 +334,7 @@ type Representation struct {
 	CancelRequested bool            `json:"cancelRequested"`
 	Result          json.RawMessage `json:"result,omitempty"`
 	Problem         *Problem        `json:"problem,omitempty"`
+	Progress        *Progress       `json:"progress,omitempty"`
 }
 
 // Represent builds the public representation; statusURL is the operation's path under the
@@ -325,6 +351,7 @@ func (o Operation) Represent(statusURL string) Representation {
 		CreatedAt:       FormatTime(o.CreatedAt),
 		UpdatedAt:       FormatTime(o.UpdatedAt),
 		CancelRequested: o.CancelRequested,
+		Progress:        o.Progress,
 	}
 	if !o.ObservedAt.IsZero() {
 		s := FormatTime(o.ObservedAt)
@@ -376,7 +403,16 @@ func (o Operation) DueAt(l Leases) (due time.Time, ok bool) {
 	return time.Time{}, false
 }
 
-// PastDeadline reports whether o has been running for longer than the deadline allows.
+// DeadlineAt is when o's deadline ends: the one fixed at admission, or for histories from
+// before types had deadlines, Leases.Deadline after creation.
+func (o Operation) DeadlineAt(l Leases) time.Time {
+	if !o.Deadline.IsZero() {
+		return o.Deadline
+	}
+	return o.CreatedAt.Add(l.Deadline)
+}
+
+// PastDeadline reports whether o is still not terminal after its deadline.
 func (o Operation) PastDeadline(l Leases, now time.Time) bool {
-	return !o.State.Terminal() && now.Sub(o.CreatedAt) > l.Deadline
+	return !o.State.Terminal() && now.After(o.DeadlineAt(l))
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-var allKinds = []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested, KindSucceeded, KindFailed, KindCanceled, KindOutcomeUnknown}
+var allKinds = []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested, KindProgress, KindSucceeded, KindFailed, KindCanceled, KindOutcomeUnknown}
 
 // legal is the contract's state machine written out by hand, independently of the
 // implementation's table: "from + fact = to". Everything not listed must be rejected.
@@ -25,11 +25,13 @@ var legal = []string{
 	"dispatched + failed = failed",
 	"dispatched + canceled = canceled",
 	"dispatched + outcome_unknown = outcome_unknown",
+	"running + progress = running",
 	"running + cancel_requested = cancelling",
 	"running + succeeded = succeeded",
 	"running + failed = failed",
 	"running + canceled = canceled",
 	"running + outcome_unknown = outcome_unknown",
+	"cancelling + progress = cancelling",
 	"cancelling + canceled = canceled",
 	"cancelling + succeeded = succeeded",
 	"cancelling + failed = failed",
@@ -217,5 +219,41 @@ func TestFormatTimeIsUTC(t *testing.T) {
 	zone := time.FixedZone("UTC+14", 14*3600)
 	if got := FormatTime(time.Date(2026, 12, 1, 0, 30, 0, 0, zone)); got != "2026-11-30T10:30:00.000Z" {
 		t.Fatalf("got %s", got)
+	}
+}
+
+// Progress is folded from facts: the last fact that carries it wins, and the representation
+// shows it (and nothing before a step has completed).
+func TestProgressIsFoldedFromFacts(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	pct := 40.0
+	facts := []Fact{
+		{Version: 1, Kind: KindAccepted, At: t0, Source: SourceAdmission, Admission: &Admission{Type: "demo.task", Deadline: t0.Add(time.Hour)}},
+		{Version: 2, Kind: KindStarted, At: t0, Source: SourceExecutor},
+	}
+	op, err := Fold("op_1", facts)
+	if err != nil || op.Represent("/x").Progress != nil {
+		t.Fatalf("progress before any step completed: %+v %v", op.Progress, err)
+	}
+	facts = append(facts,
+		Fact{Version: 3, Kind: KindProgress, At: t0, Source: SourceExecutor, Progress: &Progress{CompletedSteps: 1, TotalSteps: 5}},
+		Fact{Version: 4, Kind: KindProgress, At: t0, Source: SourceExecutor, Progress: &Progress{CompletedSteps: 2, TotalSteps: 5, Percent: &pct, Message: "m"}})
+	if op, err = Fold("op_1", facts); err != nil {
+		t.Fatal(err)
+	}
+	r := op.Represent("/x")
+	if op.State != Running || r.Progress == nil || r.Progress.CompletedSteps != 2 || r.Progress.TotalSteps != 5 || *r.Progress.Percent != 40 || r.Progress.Message != "m" {
+		t.Fatalf("representation %+v state %s", r.Progress, op.State)
+	}
+	body, _ := json.Marshal(r)
+	if !strings.Contains(string(body), `"progress":{"completedSteps":2,"totalSteps":5,"percent":40,"message":"m"}`) {
+		t.Fatalf("progress in JSON: %s", body)
+	}
+	if !op.DeadlineAt(DefaultLeases()).Equal(t0.Add(time.Hour)) || op.PastDeadline(DefaultLeases(), t0.Add(59*time.Minute)) || !op.PastDeadline(DefaultLeases(), t0.Add(61*time.Minute)) {
+		t.Fatalf("the admission's deadline must rule: %v", op.DeadlineAt(DefaultLeases()))
+	}
+	op.Deadline = time.Time{}
+	if !op.DeadlineAt(Leases{Deadline: time.Minute}).Equal(t0.Add(time.Minute)) {
+		t.Fatal("without an admission deadline the lease applies")
 	}
 }

@@ -1,56 +1,150 @@
-// Package optype is the registry of operation types: for each, its version (template
-// revision), its input validator, how its canonical target is derived, and which executor
-// (workflow) runs it. Target normalization lives here and nowhere else.
 package optype
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
 
-// Type is one registered operation type.
+// Type is one registered operation type. Build it by loading a definitions file (Parse,
+// Load, Builtin): a Type made in Go has no schema, so it accepts any input object, and
+// unless it mints its target its Target fails.
 type Type struct {
-	Name     string
-	Version  int
-	Executor string // logical workflow name; adapters map it to a provider resource
+	Name        string
+	Description string
+	// Version is the template revision; it is part of the admission fingerprint, so a
+	// changed definition does not replay answers given under the old one.
+	Version int
+	// Worker is the logical worker (it becomes function and state-machine names).
+	Worker string
+	// Deadline bounds the whole operation; StepTimeout one worker invocation; StepDelay is
+	// the pause between steps when a worker asks to wait.
+	Deadline, StepTimeout, StepDelay time.Duration
+	// Retention is how long the idempotency record answers replays (0: the deployment
+	// default).
+	Retention time.Duration
+	// MaxSteps bounds the worker invocations of one operation.
+	MaxSteps int
+	// QuotaWeight is how many active-operation quota slots one operation takes.
+	QuotaWeight int
 	// MintsTarget is true when the server mints the target (from the operation id) rather
 	// than deriving it from the input; such targets are left out of the fingerprint.
 	MintsTarget bool
 	// Demo marks a type that exists for tests, the demo and benchmarks (demo.task can end
 	// outcome_unknown on request, holding its lock and quota slot until an operator resolves
 	// it): a deployment serves it only when demo types are enabled (Deployed).
-	Demo     bool
-	validate func(input map[string]any) (target string, fields []problem.FieldError)
+	Demo bool
+
+	schema    *jsonschema.Schema
+	rawSchema json.RawMessage
+	doc       map[string]any // rawSchema decoded with json.Number numbers, for defaults
+	target    *template
+	checks    []check
 }
 
-// Target validates input and returns the canonical target. operationID is used only by
-// types that mint their target.
+// Target validates input (the schema, then the checks, then the target) and returns the
+// canonical target. Field errors come back as one problem.Invalid. operationID is used only
+// by types that mint their target.
 func (t Type) Target(input map[string]any, operationID string) (string, error) {
-	target, fields := t.validate(input)
+	if t.schema != nil {
+		if err := t.schema.Validate(asValue(input)); err != nil {
+			return "", problem.Invalid(fieldErrors(err)...)
+		}
+	}
+	// Checks run only on input the schema accepted, so they can rely on its shape.
+	var fields []problem.FieldError
+	for _, c := range t.checks {
+		fields = append(fields, c.apply(input)...)
+	}
 	if len(fields) > 0 {
-		sort.Slice(fields, func(i, j int) bool { return fields[i].Pointer < fields[j].Pointer })
-		return "", problem.Invalid(fields...)
+		return "", problem.Invalid(sortFields(fields)...)
 	}
 	if t.MintsTarget {
 		return NormalizeTarget(t.Name, operationID)
 	}
-	return target, nil
+	if t.target == nil {
+		return "", problem.New(problem.Internal, "Operation type %q has no target template.", t.Name)
+	}
+	return t.target.expand(input)
 }
 
-// Registry maps type names to types.
+// asValue hands the validator a nil input as an empty object (the shape admission gives an
+// absent input), so a required member is reported missing rather than the input mistyped.
+func asValue(input map[string]any) any {
+	if input == nil {
+		return map[string]any{}
+	}
+	return input
+}
+
+// InputSchema returns the input's JSON Schema as compact JSON, members in the order the
+// definitions file wrote them (what a discovery API shows). A Type made in Go has none.
+func (t Type) InputSchema() json.RawMessage {
+	return bytes.Clone(t.rawSchema)
+}
+
+// WithDefaults returns input with the `default` of every schema property that input leaves
+// out, descending into nested objects input has, so a worker's step request carries every
+// setting explicitly. Numbers keep their exact spelling; members come out sorted by key.
+func (t Type) WithDefaults(input json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("%s input: %w", t.Name, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s input: more than one JSON value", t.Name)
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("%s input: must be a JSON object", t.Name)
+	}
+	applyDefaults(t.doc, obj)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(obj); err != nil {
+		return nil, fmt.Errorf("%s input: %w", t.Name, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func applyDefaults(schema map[string]any, obj map[string]any) {
+	props, _ := schema["properties"].(map[string]any)
+	for name, ps := range props {
+		sub, ok := ps.(map[string]any)
+		if !ok {
+			continue
+		}
+		v, present := obj[name]
+		if !present {
+			if d, ok := sub["default"]; ok {
+				obj[name] = d
+			}
+			continue
+		}
+		if nested, ok := v.(map[string]any); ok {
+			applyDefaults(sub, nested)
+		}
+	}
+}
+
+// Registry maps type names to types. It is not changed after NewRegistry, so it may be
+// shared freely.
 type Registry struct{ types map[string]Type }
 
-// NewRegistry builds a registry of the given types.
+// NewRegistry builds a registry of the given types (a later type replaces an earlier one
+// of the same name; a definitions file cannot hold two).
 func NewRegistry(types ...Type) *Registry {
 	r := &Registry{types: map[string]Type{}}
 	for _, t := range types {
@@ -59,24 +153,7 @@ func NewRegistry(types ...Type) *Registry {
 	return r
 }
 
-// Builtin returns the registry of every built-in type, demo types included: what tests and
-// the local stack run. A deployed function takes Deployed's registry instead.
-func Builtin() *Registry { return Deployed(true) }
-
-// Deployed returns the registry a deployment serves: the built-in types, without the demo
-// types (Type.Demo) unless demo is true. The functions read demo from LONGRUN_DEMO_TYPES
-// (internal/aws/config), which the CDK stack sets to true on dev stages only.
-func Deployed(demo bool) *Registry {
-	var types []Type
-	for _, t := range []Type{ExportOrders(), DemoTask()} {
-		if demo || !t.Demo {
-			types = append(types, t)
-		}
-	}
-	return NewRegistry(types...)
-}
-
-// Lookup finds a type by name.
+// Lookup finds a type by its exact name.
 func (r *Registry) Lookup(name string) (Type, bool) {
 	t, ok := r.types[name]
 	return t, ok
@@ -88,8 +165,42 @@ func (r *Registry) Names() []string {
 	for n := range r.types {
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	return names
+}
+
+// Types lists the registered types, sorted by name.
+func (r *Registry) Types() []Type {
+	types := make([]Type, 0, len(r.types))
+	for _, n := range r.Names() {
+		types = append(types, r.types[n])
+	}
+	return types
+}
+
+// Workers lists the distinct workers of the registered types, sorted: the functions and
+// state machines a deployment needs.
+func (r *Registry) Workers() []string {
+	var workers []string
+	for _, t := range r.types {
+		if !slices.Contains(workers, t.Worker) {
+			workers = append(workers, t.Worker)
+		}
+	}
+	slices.Sort(workers)
+	return workers
+}
+
+// Registry returns the registry of the file's types, without the demo types (Type.Demo)
+// unless demo is true.
+func (f *File) Registry(demo bool) *Registry {
+	var types []Type
+	for _, t := range f.Types {
+		if demo || !t.Demo {
+			types = append(types, t)
+		}
+	}
+	return NewRegistry(types...)
 }
 
 const maxTargetLen = 256
@@ -121,161 +232,4 @@ func NormalizeTarget(namespace, value string) (string, error) {
 // the BOM, soft hyphens) and line and paragraph separators.
 func invisible(r rune) bool {
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
-}
-
-// fieldChecker collects field errors for one input object.
-type fieldChecker struct {
-	input  map[string]any
-	fields []problem.FieldError
-}
-
-func (c *fieldChecker) fail(name, format string, args ...any) {
-	c.fields = append(c.fields, problem.FieldError{Pointer: "/input/" + name, Detail: fmt.Sprintf(format, args...)})
-}
-
-// only rejects members outside allowed, so a misspelled option is not silently ignored.
-func (c *fieldChecker) only(allowed ...string) {
-	for name := range c.input {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || a == name
-		}
-		if !ok {
-			c.fail(name, "%q is not a field of this operation type.", name)
-		}
-	}
-}
-
-func (c *fieldChecker) str(name string, required bool) (string, bool) {
-	v, present := c.input[name]
-	if !present {
-		if required {
-			c.fail(name, "%s is required.", name)
-		}
-		return "", false
-	}
-	s, ok := v.(string)
-	if !ok {
-		c.fail(name, "%s must be a string.", name)
-		return "", false
-	}
-	return s, true
-}
-
-func (c *fieldChecker) integer(name string, min, max, def int) int {
-	v, present := c.input[name]
-	if !present {
-		return def
-	}
-	n, ok := v.(json.Number)
-	f, err := n.Float64()
-	if !ok || err != nil || f != math.Trunc(f) || f < float64(min) || f > float64(max) {
-		c.fail(name, "%s must be an integer from %d to %d.", name, min, max)
-		return def
-	}
-	return int(f)
-}
-
-func (c *fieldChecker) enum(name, def string, values ...string) string {
-	s, ok := c.str(name, false)
-	if !ok {
-		return def
-	}
-	for _, v := range values {
-		if s == v {
-			return s
-		}
-	}
-	c.fail(name, "%s must be one of %s.", name, strings.Join(values, ", "))
-	return def
-}
-
-// ExportOrders is "export.orders": export the caller's orders for a date range.
-func ExportOrders() Type {
-	return Type{Name: "export.orders", Version: 1, Executor: "export-orders", validate: func(input map[string]any) (string, []problem.FieldError) {
-		c := &fieldChecker{input: input}
-		c.only("from", "to")
-		from, to := c.date("from"), c.date("to")
-		if len(c.fields) > 0 {
-			return "", c.fields
-		}
-		switch {
-		case to.Before(from):
-			c.fail("to", "to must not be before from.")
-		case to.Sub(from) > maxExportRange:
-			c.fail("to", "The range may span at most %d days.", int(maxExportRange/(24*time.Hour)))
-		}
-		if len(c.fields) > 0 {
-			return "", c.fields
-		}
-		target, err := NormalizeTarget("orders", from.Format(time.DateOnly)+".."+to.Format(time.DateOnly))
-		if err != nil {
-			c.fail("from", "%v", err)
-		}
-		return target, c.fields
-	}}
-}
-
-const maxExportRange = 366 * 24 * time.Hour
-
-func (c *fieldChecker) date(name string) time.Time {
-	s, ok := c.str(name, true)
-	if !ok {
-		return time.Time{}
-	}
-	d, err := time.Parse(time.DateOnly, s)
-	if err != nil {
-		c.fail(name, "%s must be a calendar date written YYYY-MM-DD.", name)
-	}
-	return d
-}
-
-// DemoTaskInput is demo.task's input with defaults applied.
-type DemoTaskInput struct {
-	Target  string `json:"target"`
-	Steps   int    `json:"steps"`
-	SleepMs int    `json:"sleepMs"`
-	Outcome string `json:"outcome"`
-}
-
-// DemoTask is "demo.task": a configurable task used by tests, the demo and benchmarks.
-func DemoTask() Type {
-	return Type{Name: "demo.task", Version: 1, Executor: "demo-task", Demo: true, validate: func(input map[string]any) (string, []problem.FieldError) {
-		in, c := parseDemoTask(input)
-		if len(c.fields) > 0 {
-			return "", c.fields
-		}
-		target, err := NormalizeTarget("demo", in.Target)
-		if err != nil {
-			c.fail("target", "target %v.", err)
-		}
-		return target, c.fields
-	}}
-}
-
-func parseDemoTask(input map[string]any) (DemoTaskInput, *fieldChecker) {
-	c := &fieldChecker{input: input}
-	c.only("target", "steps", "sleepMs", "outcome")
-	target, _ := c.str("target", true)
-	return DemoTaskInput{
-		Target:  target,
-		Steps:   c.integer("steps", 1, 20, 1),
-		SleepMs: c.integer("sleepMs", 0, 5000, 0),
-		Outcome: c.enum("outcome", "succeed", "succeed", "fail", "unknown"),
-	}, c
-}
-
-// DecodeDemoTask reads a stored demo.task input and applies its defaults, for workers.
-func DecodeDemoTask(raw json.RawMessage) (DemoTaskInput, error) {
-	var input map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	if err := dec.Decode(&input); err != nil {
-		return DemoTaskInput{}, fmt.Errorf("decode demo.task input: %w", err)
-	}
-	in, c := parseDemoTask(input)
-	if len(c.fields) > 0 {
-		return in, problem.Invalid(c.fields...)
-	}
-	return in, nil
 }

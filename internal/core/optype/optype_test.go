@@ -8,6 +8,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
 
+// input decodes as admission does: numbers stay json.Number.
 func input(t *testing.T, s string) map[string]any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(s))
@@ -19,31 +20,34 @@ func input(t *testing.T, s string) map[string]any {
 	return m
 }
 
-func TestTargets(t *testing.T) {
-	r := Builtin()
-	tests := []struct {
-		typ, input, target string
-		bad                []string // pointers expected in the problem
-	}{
-		{"export.orders", `{"from":"2026-09-01","to":"2026-09-23"}`, "orders:2026-09-01..2026-09-23", nil},
-		{"export.orders", `{"from":"2026-09-01","to":"2026-09-01"}`, "orders:2026-09-01..2026-09-01", nil},
-		{"export.orders", `{"from":"2026-09-23","to":"2026-09-01"}`, "", []string{"/input/to"}},
-		{"export.orders", `{"from":"2026-02-30","to":"2026-03-01"}`, "", []string{"/input/from"}},
-		{"export.orders", `{"from":"2024-01-01","to":"2026-01-01"}`, "", []string{"/input/to"}},
-		{"export.orders", `{"from":1,"extra":true}`, "", []string{"/input/extra", "/input/from", "/input/to"}},
-		{"demo.task", `{"target":"  build-42 "}`, "demo:build-42", nil},
-		{"demo.task", `{"target":"x","steps":20,"sleepMs":5000,"outcome":"unknown"}`, "demo:x", nil},
-		{"demo.task", `{"target":"x","steps":3.0}`, "demo:x", nil},
-		{"demo.task", `{"target":"x","steps":0}`, "", []string{"/input/steps"}},
-		{"demo.task", `{"target":"x","steps":21}`, "", []string{"/input/steps"}},
-		{"demo.task", `{"target":"x","steps":1.5}`, "", []string{"/input/steps"}},
-		{"demo.task", `{"target":"x","sleepMs":-1}`, "", []string{"/input/sleepMs"}},
-		{"demo.task", `{"target":"x","outcome":"explode"}`, "", []string{"/input/outcome"}},
-		{"demo.task", `{"target":""}`, "", []string{"/input/target"}},
-		{"demo.task", `{"target":"a\u0007b"}`, "", []string{"/input/target"}},
-		{"demo.task", `{"target":"` + strings.Repeat("x", 257) + `"}`, "", []string{"/input/target"}},
-		{"demo.task", `{}`, "", []string{"/input/target"}},
+func fieldsOf(t *testing.T, err error) []problem.FieldError {
+	t.Helper()
+	pe := problem.As(err)
+	if err == nil || pe.Code != problem.InvalidInput {
+		t.Fatalf("err = %v, want invalid_input", err)
 	}
+	return pe.Fields
+}
+
+func fe(pointer, detail string) problem.FieldError {
+	return problem.FieldError{Pointer: pointer, Detail: detail}
+}
+
+func pointersOf(fields []problem.FieldError) string {
+	var pointers []string
+	for _, f := range fields {
+		pointers = append(pointers, f.Pointer)
+	}
+	return strings.Join(pointers, ",")
+}
+
+type targetCase struct {
+	typ, input, target string
+	bad                []string // pointers expected in the problem
+}
+
+func checkTargets(t *testing.T, r *Registry, tests []targetCase) {
+	t.Helper()
 	for _, tc := range tests {
 		typ, ok := r.Lookup(tc.typ)
 		if !ok {
@@ -61,31 +65,92 @@ func TestTargets(t *testing.T) {
 			t.Errorf("%s %s: err = %v, want invalid_input", tc.typ, tc.input, err)
 			continue
 		}
-		var pointers []string
-		for _, f := range pe.Fields {
-			pointers = append(pointers, f.Pointer)
-		}
-		if strings.Join(pointers, ",") != strings.Join(tc.bad, ",") {
-			t.Errorf("%s %s: fields %v, want %v", tc.typ, tc.input, pointers, tc.bad)
+		if got := pointersOf(pe.Fields); got != strings.Join(tc.bad, ",") {
+			t.Errorf("%s %s: fields %v, want %v", tc.typ, tc.input, pe.Fields, tc.bad)
 		}
 	}
 }
 
-func TestMintedTarget(t *testing.T) {
-	typ := Type{Name: "sandbox.session", Version: 1, MintsTarget: true, validate: func(map[string]any) (string, []problem.FieldError) { return "", nil }}
-	got, err := typ.Target(map[string]any{}, "op_01ARYZ6S410000000000000000")
-	if err != nil || got != "sandbox.session:op_01ARYZ6S410000000000000000" {
-		t.Fatalf("got %q %v", got, err)
-	}
+// The built-in types accept and refuse exactly what their hand-written validators did.
+func TestTargets(t *testing.T) {
+	checkTargets(t, Builtin(), []targetCase{
+		{"export.orders", `{"from":"2026-09-01","to":"2026-09-23"}`, "orders:2026-09-01..2026-09-23", nil},
+		{"export.orders", `{"from":"2026-09-01","to":"2026-09-01"}`, "orders:2026-09-01..2026-09-01", nil},
+		{"export.orders", `{"from":"2024-01-01","to":"2025-01-01"}`, "orders:2024-01-01..2025-01-01", nil}, // 366 days
+		{"export.orders", `{"from":"2025-01-01","to":"2026-01-03"}`, "", []string{"/input/to"}},            // 367 days
+		{"export.orders", `{"from":"2026-09-23","to":"2026-09-01"}`, "", []string{"/input/to"}},
+		{"export.orders", `{"from":"2026-02-30","to":"2026-03-01"}`, "", []string{"/input/from"}},
+		{"export.orders", `{"from":"2026-9-1","to":"2026-09-02"}`, "", []string{"/input/from"}},
+		{"export.orders", `{"from":"2026-09-01T00:00:00Z","to":"2026-09-02"}`, "", []string{"/input/from"}},
+		{"export.orders", `{"from":"2024-01-01","to":"2026-01-01"}`, "", []string{"/input/to"}},
+		{"export.orders", `{"from":1,"extra":true}`, "", []string{"/input/extra", "/input/from", "/input/to"}},
+		{"export.orders", `{"from":"2026-13-01","extra":1}`, "", []string{"/input/extra", "/input/from", "/input/to"}},
+		// The checks run only on input the schema accepted, as the old validator returned
+		// before its range checks.
+		{"export.orders", `{"from":"2026-09-23","to":"2026-09-01","extra":1}`, "", []string{"/input/extra"}},
+		{"export.orders", `{}`, "", []string{"/input/from", "/input/to"}},
+		{"demo.task", `{"target":"  build-42 "}`, "demo:build-42", nil},
+		{"demo.task", `{"target":"x","steps":20,"sleepMs":5000,"outcome":"unknown"}`, "demo:x", nil},
+		{"demo.task", `{"target":"x","steps":1,"sleepMs":0,"outcome":"fail"}`, "demo:x", nil},
+		{"demo.task", `{"target":"x","steps":3.0}`, "demo:x", nil},
+		{"demo.task", `{"target":"x","steps":0}`, "", []string{"/input/steps"}},
+		{"demo.task", `{"target":"x","steps":21}`, "", []string{"/input/steps"}},
+		{"demo.task", `{"target":"x","steps":1.5}`, "", []string{"/input/steps"}},
+		{"demo.task", `{"target":"x","steps":"3"}`, "", []string{"/input/steps"}},
+		{"demo.task", `{"target":"x","sleepMs":-1}`, "", []string{"/input/sleepMs"}},
+		{"demo.task", `{"target":"x","sleepMs":5001}`, "", []string{"/input/sleepMs"}},
+		{"demo.task", `{"target":"x","outcome":"explode"}`, "", []string{"/input/outcome"}},
+		{"demo.task", `{"target":"x","outcome":null}`, "", []string{"/input/outcome"}},
+		{"demo.task", `{"target":"x","colour":"red"}`, "", []string{"/input/colour"}},
+		{"demo.task", `{"target":7}`, "", []string{"/input/target"}},
+		{"demo.task", `{"target":""}`, "", []string{"/input/target"}},
+		{"demo.task", `{"target":"   "}`, "", []string{"/input/target"}},
+		{"demo.task", `{"target":"a\u0007b"}`, "", []string{"/input/target"}},
+		{"demo.task", `{"target":"` + strings.Repeat("x", 257) + `"}`, "", []string{"/input/target"}},
+		{"demo.task", `{}`, "", []string{"/input/target"}},
+	})
 }
 
-func TestDecodeDemoTaskDefaults(t *testing.T) {
-	in, err := DecodeDemoTask(json.RawMessage(`{"target":"x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if in != (DemoTaskInput{Target: "x", Steps: 1, SleepMs: 0, Outcome: "succeed"}) {
-		t.Fatalf("got %+v", in)
+// Field details read as sentences about the member, as the hand-written validators' did.
+func TestFieldDetails(t *testing.T) {
+	orders, _ := Builtin().Lookup("export.orders")
+	demo, _ := Builtin().Lookup("demo.task")
+	for _, tc := range []struct {
+		typ  Type
+		in   string
+		want []problem.FieldError
+	}{
+		{orders, `{"from":1,"extra":true}`, []problem.FieldError{
+			fe("/input/extra", `"extra" is not a field of this operation type.`),
+			fe("/input/from", "from must be a string, not a number."),
+			fe("/input/to", "to is required."),
+		}},
+		{orders, `{"from":"2026-02-30","to":"2026-03-01"}`, []problem.FieldError{fe("/input/from", "from must be a calendar date written YYYY-MM-DD.")}},
+		{orders, `{"from":"2026-09-23","to":"2026-09-01"}`, []problem.FieldError{fe("/input/to", "to must not be before from.")}},
+		{orders, `{"from":"2024-01-01","to":"2026-01-01"}`, []problem.FieldError{fe("/input/to", "The range may span at most 366 days.")}},
+		{demo, `{"target":"x","steps":0,"sleepMs":9000}`, []problem.FieldError{
+			fe("/input/sleepMs", "sleepMs must be at most 5000."),
+			fe("/input/steps", "steps must be at least 1."),
+		}},
+		{demo, `{"target":"x","steps":1.5}`, []problem.FieldError{fe("/input/steps", "steps must be an integer, not a number.")}},
+		{demo, `{"target":"x","outcome":"explode"}`, []problem.FieldError{fe("/input/outcome", "outcome must be one of succeed, fail, unknown.")}},
+		{demo, `{"target":""}`, []problem.FieldError{fe("/input/target", "target must not be empty.")}},
+		{demo, `{"target":"x","a/b~c":1}`, []problem.FieldError{fe("/input/a~1b~0c", `"a/b~c" is not a field of this operation type.`)}},
+	} {
+		_, err := tc.typ.Target(input(t, tc.in), "op_x")
+		got := fieldsOf(t, err)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s %s: %v, want %v", tc.typ.Name, tc.in, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s %s: field %d = %+v, want %+v", tc.typ.Name, tc.in, i, got[i], tc.want[i])
+			}
+		}
+		if len(got) == 1 && problem.As(err).Detail != tc.want[0].Detail {
+			t.Errorf("%s %s: detail %q", tc.typ.Name, tc.in, problem.As(err).Detail)
+		}
 	}
 }
 
@@ -135,6 +200,16 @@ func TestTargetsAreNormalizedAndVisible(t *testing.T) {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
+	// The template path goes through NormalizeTarget too.
+	demo, _ := Builtin().Lookup("demo.task")
+	a, errA := demo.Target(input(t, `{"target":"caf\u00e9"}`), "op_x")
+	b, errB := demo.Target(input(t, `{"target":"cafe\u0301"}`), "op_x")
+	if errA != nil || errB != nil || a != b || a != "demo:caf\u00e9" {
+		t.Fatalf("NFC via template: %q %v, %q %v", a, errA, b, errB)
+	}
+	if _, err := demo.Target(input(t, `{"target":"ab\u200bc"}`), "op_x"); pointersOf(fieldsOf(t, err)) != "/input/target" {
+		t.Fatalf("zero-width space via template: %v", err)
+	}
 }
 
 // Demo types are served only where demo types are enabled (issue #12): demo.task can end
@@ -151,11 +226,17 @@ func TestDeployedLeavesOutDemoTypesUnlessEnabled(t *testing.T) {
 		if _, ok := r.Lookup("demo.task"); ok != tc.demo {
 			t.Errorf("Deployed(%v) looks up demo.task: %v", tc.demo, ok)
 		}
+		if got := strings.Join(BuiltinFile().Registry(tc.demo).Names(), ","); got != tc.want {
+			t.Errorf("BuiltinFile().Registry(%v): %s", tc.demo, got)
+		}
 	}
 	for _, name := range Builtin().Names() {
 		typ, _ := Builtin().Lookup(name)
 		if typ.Demo != (name == "demo.task") {
 			t.Errorf("%s: Demo %v", name, typ.Demo)
 		}
+	}
+	if got := strings.Join(Deployed(false).Workers(), ","); got != "export-orders" {
+		t.Errorf("Deployed(false) workers: %s", got)
 	}
 }

@@ -3,6 +3,7 @@ package devstack
 import (
 	"context"
 	"fmt"
+	"github.com/longrun-dev/longrun/internal/core/optype"
 	"io"
 	"net"
 	"net/http"
@@ -24,13 +25,17 @@ func BenchmarkColdStart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	fns, err := functions(optype.BuiltinFile(), true)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var names []string
-	for _, f := range functions() {
+	for _, f := range fns {
 		names = append(names, f.name)
 	}
 	sort.Strings(names)
 	bin := b.TempDir()
-	if err := build(context.Background(), root, bin, names, io.Discard); err != nil {
+	if err := build(context.Background(), root, bin, fns, io.Discard); err != nil {
 		b.Fatal(err)
 	}
 	for _, name := range names {

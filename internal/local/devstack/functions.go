@@ -20,33 +20,53 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 )
 
-// function is one Lambda function of the stack: its name (functions/<name>), how many
-// invocations its process serves at once, and its timeout.
+// function is one Lambda function of the stack: its name, how many invocations its process
+// serves at once, its timeout, and where its code comes from: longrun's own functions and
+// the built-in workers are functions/<name>; a worker of a types file is the Go main package
+// (goPkg, a directory) or the command (a program speaking the Lambda Runtime API) of the
+// file's local section.
 type function struct {
 	name        string
 	concurrency int
 	timeout     int32 // seconds
+	goPkg       string
+	command     []string
+	env         []string
 }
 
-// build compiles every function for this machine, as `make build` does for Lambda (same
-// sources and tags; only the target differs).
-func build(ctx context.Context, root, bin string, names []string, out io.Writer) error {
+// build compiles every function that is Go for this machine, as `make build` does for Lambda
+// (same sources and tags; only the target differs): longrun's own in one go build, each
+// worker package of a types file on its own (it may belong to another module), named after
+// its function.
+func build(ctx context.Context, root, bin string, fns []function, out io.Writer) error {
 	if _, err := exec.LookPath("go"); err != nil {
 		return errors.New("devstack: the Go toolchain is not on PATH; the local stack builds the functions with it")
 	}
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return err
 	}
-	args := []string{"build", "-tags", "lambda.norpc", "-o", bin + string(filepath.Separator)}
-	for _, n := range names {
-		args = append(args, "./functions/"+n)
+	run := func(dir string, args ...string) error {
+		cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-tags", "lambda.norpc"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stdout, cmd.Stderr = out, out
+		return cmd.Run()
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
+	own := []string{"-o", bin + string(filepath.Separator)}
+	for _, f := range fns {
+		if f.goPkg == "" && f.command == nil {
+			own = append(own, "./functions/"+f.name)
+		}
+	}
+	if err := run(root, own...); err != nil {
 		return fmt.Errorf("devstack: build functions: %w", err)
+	}
+	for _, f := range fns {
+		if f.goPkg != "" {
+			if err := run(f.goPkg, "-o", filepath.Join(bin, f.name), "."); err != nil {
+				return fmt.Errorf("devstack: build worker %s from %s: %w", f.name, f.goPkg, err)
+			}
+		}
 	}
 	return nil
 }
@@ -105,7 +125,11 @@ func (p *process) spawn() error {
 		return nil
 	}
 	cmd := exec.Command(p.path)
-	cmd.Env = append(append(os.Environ(), p.env...),
+	if c := p.f.command; len(c) > 0 {
+		cmd = exec.Command(c[0], c[1:]...)
+		cmd.Dir = p.f.goPkg // the types file's directory, for a command worker
+	}
+	cmd.Env = append(append(append(os.Environ(), p.env...), p.f.env...),
 		"AWS_LAMBDA_FUNCTION_NAME="+p.f.name,
 		fmt.Sprintf("AWS_LAMBDA_MAX_CONCURRENCY=%d", p.f.concurrency),
 	)

@@ -80,6 +80,11 @@ type Options struct {
 	// tables and streams included, instead of starting DynamoDB Local. The table is created
 	// when it is missing.
 	DynamoDBEndpoint string
+	// TypesFile is an operation types definitions file (docs/operation-types.md), or several
+	// separated by commas, to serve instead of the built-in types (whose file is
+	// internal/core/optype/builtin.types.yaml, to serve them beside others); the local
+	// sections say how to run each worker. The functions get it as LONGRUN_TYPES_FILE.
+	TypesFile string
 }
 
 // Stack is a running local stack.
@@ -130,14 +135,60 @@ func (s *Stack) setPaused(v bool, names []string) {
 }
 
 // functions lists the stack's functions with their local concurrency (invocations one
-// process serves at once) and timeout.
-func functions() []function {
-	fs := []function{{"api", 16, 30}, {"dispatcher", 4, 60}, {"notifier", 2, 60}, {"recorder", 16, 60}, {"reconciler", 1, 60}}
-	for _, name := range optype.Builtin().Names() {
-		typ, _ := optype.Builtin().Lookup(name)
-		fs = append(fs, function{stepfunctions.FunctionName(typ.Executor), 32, 60})
+// process serves at once) and timeout: longrun's own, and one per worker of the types, run
+// as the types file's local section says.
+func functions(file *optype.File, builtin bool) ([]function, error) {
+	fs := []function{{name: "api", concurrency: 16, timeout: 30}, {name: "dispatcher", concurrency: 4, timeout: 60},
+		{name: "notifier", concurrency: 2, timeout: 60}, {name: "recorder", concurrency: 16, timeout: 60},
+		{name: "reconciler", concurrency: 1, timeout: 60}}
+	types := file.Registry(true)
+	for _, w := range types.Workers() {
+		f := function{name: stepfunctions.FunctionName(w), concurrency: 32}
+		for _, t := range types.Types() {
+			if t.Worker == w {
+				f.timeout = max(f.timeout, int32(t.StepTimeout/time.Second))
+			}
+		}
+		local, ok := file.Local[w]
+		switch {
+		case builtin: // functions/worker-<name>, built with longrun's own functions
+		case !ok:
+			return nil, fmt.Errorf("devstack: %s: worker %q has no entry in the local section, so the local stack cannot run it", file.Path, w)
+		case local.Go != "":
+			f.goPkg = local.Go
+			if !filepath.IsAbs(f.goPkg) {
+				f.goPkg = filepath.Join(local.Dir, local.Go)
+			}
+			if root, err := ddblocal.ModuleRoot(); err == nil && f.goPkg == filepath.Join(root, "functions", f.name) {
+				f.goPkg = "" // longrun's own worker: built with longrun's own functions
+			}
+		default:
+			f.command, f.goPkg = local.Command, local.Dir
+		}
+		for k, v := range local.Env {
+			f.env = append(f.env, k+"="+v)
+		}
+		fs = append(fs, f)
 	}
-	return fs
+	return fs, nil
+}
+
+// typesFile is the definitions the stack serves: the file of opts, or the built-in types.
+func typesFile(opts Options) (*optype.File, error) {
+	if opts.TypesFile == "" {
+		return optype.BuiltinFile(), nil
+	}
+	var paths []string
+	for _, p := range strings.Split(opts.TypesFile, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return nil, err
+			}
+			paths = append(paths, abs)
+		}
+	}
+	return optype.LoadAll(paths...)
 }
 
 // Start brings the whole stack up; Close takes it down. On error everything started so far
@@ -157,7 +208,14 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			s.Close()
 		}
 	}()
-	fns := functions()
+	types, err := typesFile(opts)
+	if err != nil {
+		return nil, err
+	}
+	fns, err := functions(types, opts.TypesFile == "")
+	if err != nil {
+		return nil, err
+	}
 
 	edgeLn, apiLn, err := s.listen(opts.APIAddr)
 	if err != nil {
@@ -190,8 +248,11 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.createStateMachines(ctx, arns); err != nil {
+	if err := s.createStateMachines(ctx, types.Registry(true), arns); err != nil {
 		return nil, err
+	}
+	if opts.TypesFile != "" {
+		opts.TypesFile = types.Path // absolute: the processes run elsewhere
 	}
 	if err := s.startFunctions(ctx, fns, bin, opts); err != nil {
 		return nil, err
@@ -266,12 +327,8 @@ func buildFunctions(ctx context.Context, fns []function, opts Options) (string, 
 		return "", err
 	}
 	bin := filepath.Join(root, ".cache", "bin", "local")
-	var names []string
-	for _, f := range fns {
-		names = append(names, f.name)
-	}
 	opts.Log.Info("building functions", "dir", bin)
-	if err := build(ctx, root, bin, names, opts.Output); err != nil {
+	if err := build(ctx, root, bin, fns, opts.Output); err != nil {
 		return "", err
 	}
 	return bin, nil
@@ -379,26 +436,25 @@ func (s *Stack) registerFunctions(ctx context.Context, fns []function) (map[stri
 	return arns, nil
 }
 
-// createStateMachines creates one state machine per built-in operation type, from the same
-// definition as on AWS, calling the type's worker and the recorder at the ARNs given.
-func (s *Stack) createStateMachines(ctx context.Context, arns map[string]string) error {
-	for _, name := range optype.Builtin().Names() {
-		typ, _ := optype.Builtin().Lookup(name)
+// createStateMachines creates one state machine per worker of types, from the same
+// definition as on AWS, calling the worker and the recorder at the ARNs given.
+func (s *Stack) createStateMachines(ctx context.Context, types *optype.Registry, arns map[string]string) error {
+	for _, w := range types.Workers() {
 		def, err := stepfunctions.Definition(map[string]string{
-			stepfunctions.WorkerFunctionArn:   arns[stepfunctions.FunctionName(typ.Executor)],
+			stepfunctions.WorkerFunctionArn:   arns[stepfunctions.FunctionName(w)],
 			stepfunctions.RecorderFunctionArn: arns["recorder"],
 		})
 		if err != nil {
 			return err
 		}
 		out, err := s.StepFunctions.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{
-			Name: aws.String("longrun-" + typ.Executor), Definition: aws.String(def),
+			Name: aws.String("longrun-" + w), Definition: aws.String(def),
 			RoleArn: aws.String("arn:aws:iam::000000000000:role/longrun-local"),
 		})
 		if err != nil {
-			return fmt.Errorf("devstack: create state machine for %s: %w", typ.Executor, err)
+			return fmt.Errorf("devstack: create state machine for %s: %w", w, err)
 		}
-		s.StateMachines[typ.Executor] = aws.ToString(out.StateMachineArn)
+		s.StateMachines[w] = aws.ToString(out.StateMachineArn)
 	}
 	return nil
 }
@@ -433,6 +489,9 @@ func (s *Stack) functionEnv(opts Options) []string {
 	}
 	if opts.Window > 0 {
 		env = append(env, "LONGRUN_IDEMPOTENCY_WINDOW="+opts.Window.String())
+	}
+	if opts.TypesFile != "" {
+		env = append(env, "LONGRUN_TYPES_FILE="+opts.TypesFile)
 	}
 	return env
 }

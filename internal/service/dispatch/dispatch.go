@@ -120,7 +120,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 		}
 		if started == "" {
 			input, _ := json.Marshal(Input{OperationID: op.ID})
-			ref, err := d.Executor.Start(ctx, typ.Executor, op.ID, input)
+			ref, err := d.Executor.Start(ctx, typ.Worker, op.ID, input)
 			if err != nil && !errors.Is(err, ErrAlreadyStarted) {
 				return nil, err
 			}

@@ -26,7 +26,6 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/problem"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
-	"github.com/longrun-dev/longrun/internal/service/worker"
 	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
 	"github.com/longrun-dev/longrun/internal/testkit/fakeexecutor"
 )
@@ -130,12 +129,32 @@ func (f *fixture) redeliver(id, sequence string) events.DynamoDBEventResponse {
 	return resp
 }
 
-func (f *fixture) record(in recorder.Input) {
+// record hands in to the recorder as the workflow does, and returns its decision.
+func (f *fixture) record(in recorder.Input) recorder.Decision {
 	f.t.Helper()
-	rec := &recorder.Recorder{Store: f.store, Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	if err := rec.Handle(context.Background(), in); err != nil {
+	rec := &recorder.Recorder{Store: f.store, Registry: optype.Builtin(), Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	d, err := rec.Handle(context.Background(), in)
+	if err != nil {
 		f.t.Fatal(err)
 	}
+	return d
+}
+
+// runStep is the workflow's first step of id: the recorder records started and sends the
+// step, during runs while the step is in flight, and the recorder records report, the
+// worker's answer ("" for a crash after it may have acted).
+func (f *fixture) runStep(id string, during func(), report string) {
+	f.t.Helper()
+	d := f.record(recorder.Input{OperationID: id})
+	if d.Next != recorder.NextWork {
+		f.t.Fatalf("the first step was not sent: %+v", d)
+	}
+	during()
+	in := recorder.Input{Gate: &recorder.Gate{Decision: &d}, Task: &recorder.Task{Report: json.RawMessage(report)}}
+	if report == "" {
+		in = recorder.Input{Gate: &recorder.Gate{Decision: &d}, Error: &recorder.TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"exit status 2"}`}}
+	}
+	f.record(in)
 }
 
 // failingAppend is a store whose next n appends of a fact of kind fail as a throttled or
@@ -158,21 +177,6 @@ func (s *failingAppend) Append(ctx context.Context, op operation.Operation, fs .
 		return op, problem.Wrap(problem.Unavailable, errors.New("ThrottlingException: rate exceeded"), "A dependency is unavailable.")
 	}
 	return s.Store.Append(ctx, op, fs...)
-}
-
-// step is a worker step that runs during while it is in flight (after the worker recorded
-// started), then ends with err, or succeeds when err is nil.
-type step struct {
-	during func()
-	err    error
-}
-
-func (s step) Step(_ context.Context, _ operation.Operation, n int) (worker.Report, error) {
-	s.during()
-	if s.err != nil {
-		return worker.Report{}, s.err
-	}
-	return worker.Report{Done: true, Step: n + 1, Outcome: operation.KindSucceeded, Result: json.RawMessage(`{"done":true}`)}, nil
 }
 
 func TestDispatchStartsOneExecutionNamedAfterTheOperation(t *testing.T) {
@@ -303,17 +307,12 @@ func TestRedeliveryAfterAFailedDispatchedAppendLeavesRunningWorkAlone(t *testing
 			t.Fatalf("after the failed append: %d executions, %s", len(f.exec.Executions()), op.State)
 		}
 		var redelivered events.DynamoDBEventResponse
-		w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() {
+		f.runStep(id, func() {
 			if op := f.cancel(id); op.State != operation.Cancelling {
 				t.Errorf("cancel during the first step: %s", op.State)
 			}
 			redelivered = f.redeliver(id, "100")
-		}}}
-		rep, err := w.Handle(ctx, worker.Task{OperationID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.record(recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}})
+		}, `{"status":"succeeded","result":{"done":true}}`)
 		if len(redelivered.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
 			t.Errorf("the redelivered record failed: %+v, dead letters %+v", redelivered.BatchItemFailures, f.dlq.got)
 		}
@@ -335,11 +334,14 @@ func TestCancelAfterTheWorkerStartedDuringDispatchStopsNothing(t *testing.T) {
 		ctx := context.Background()
 		id := f.accepted()
 		began, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() { close(began); <-release }}}
-		var rep worker.Report
-		var werr error
+		var first recorder.Decision
 		f.exec.AfterStart = func(string) error {
-			go func() { defer close(done); rep, werr = w.Handle(ctx, worker.Task{OperationID: id}) }()
+			go func() {
+				defer close(done)
+				first = f.record(recorder.Input{OperationID: id}) // started: the step is in flight
+				close(began)
+				<-release
+			}()
 			<-began
 			if op := f.cancel(id); op.State != operation.Cancelling {
 				t.Errorf("cancel during the first step: %s", op.State)
@@ -349,8 +351,8 @@ func TestCancelAfterTheWorkerStartedDuringDispatchStopsNothing(t *testing.T) {
 		err := f.d.Dispatch(ctx, id)
 		close(release)
 		<-done
-		if err != nil || werr != nil {
-			t.Fatalf("dispatch: %v, worker: %v", err, werr)
+		if err != nil || first.Next != recorder.NextWork {
+			t.Fatalf("dispatch: %v, first step: %+v", err, first)
 		}
 		if f.exec.Executions()[id].Stopped {
 			t.Error("the dispatcher stopped the execution while its step was in flight")
@@ -358,7 +360,7 @@ func TestCancelAfterTheWorkerStartedDuringDispatchStopsNothing(t *testing.T) {
 		if op := f.load(id); op.State != operation.Cancelling {
 			t.Errorf("while the step runs the operation must stay cancelling, not %s: %s", op.State, f.history(id))
 		}
-		f.record(recorder.Input{OperationID: id, Task: &recorder.Task{Report: &rep}})
+		f.record(recorder.Input{Gate: &recorder.Gate{Decision: &first}, Task: &recorder.Task{Report: json.RawMessage(`{"status":"succeeded"}`)}})
 		if op := f.load(id); op.State != operation.Succeeded {
 			t.Fatalf("the step succeeded, but the operation is %s: %s", op.State, f.history(id))
 		}
@@ -377,11 +379,7 @@ func TestRedeliveryAfterAnUnknownOutcomeIsDoneWith(t *testing.T) {
 		if err := f.dispatcherOn(&failingAppend{Store: f.store, kind: operation.KindDispatched, n: 1}).Dispatch(ctx, id); err == nil {
 			t.Fatal("the dispatched append was to fail")
 		}
-		w := &worker.Runner{Store: f.store, Now: time.Now, Work: step{during: func() { f.cancel(id) }, err: errors.New("the process died after acting")}}
-		if _, err := w.Handle(ctx, worker.Task{OperationID: id}); err == nil {
-			t.Fatal("the step was to fail")
-		}
-		f.record(recorder.Input{OperationID: id, Error: &recorder.TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"exit status 2"}`}})
+		f.runStep(id, func() { f.cancel(id) }, "") // the process died after acting
 		before := f.load(id)
 		if before.State != operation.OutcomeUnknown {
 			t.Fatalf("setup: %s: %s", before.State, f.history(id))
@@ -510,7 +508,8 @@ func TestHandleStreamReportsOnlyFailedRecords(t *testing.T) {
 func TestUnknownTypeFailsTheOperation(t *testing.T) {
 	f := newFixture(t)
 	id := f.accepted()
-	f.d.Registry = optype.NewRegistry(optype.ExportOrders()) // demo.task was unregistered since admission
+	export, _ := optype.Builtin().Lookup("export.orders")
+	f.d.Registry = optype.NewRegistry(export) // demo.task was unregistered since admission
 	if err := f.d.Dispatch(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}

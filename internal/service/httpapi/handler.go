@@ -22,6 +22,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/core/intent"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
 
@@ -44,9 +45,14 @@ type Intents interface {
 
 // Handler serves the /v1 API.
 type Handler struct {
-	Admission    Admitter
-	Operations   Operations
-	Intents      Intents
+	Admission  Admitter
+	Operations Operations
+	Intents    Intents
+	// Types is what discovery (GET /v1/operation-types) serves. It must be the registry
+	// admission validates against (admission.Service.Registry), so a served inputSchema is
+	// exactly what an admission's input must satisfy. Without it discovery answers 500
+	// internal and logs why; every other route works without it.
+	Types        *optype.Registry
 	Callers      Callers
 	NewRequestID func() string
 	Log          *slog.Logger
@@ -102,6 +108,9 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 	scope, err := h.Callers.Scope(ev.RequestContext)
 	if err != nil {
 		return response{}, "", err
+	}
+	if resp, ok, err := h.typesRoute(ev.HTTPMethod, path); ok {
+		return resp, "", err
 	}
 	if path == operationsPath {
 		switch ev.HTTPMethod {

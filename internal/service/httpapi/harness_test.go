@@ -84,7 +84,8 @@ func newEnv(t testing.TB, opts ...option) *env {
 	gen := &ids.Generator{Now: e.clock.Now, Entropy: rand.Reader}
 	e.service = &admission.Service{Store: e.store, Registry: optype.Builtin(), Now: e.clock.Now, NewID: gen.Operation,
 		Window: 24 * time.Hour, Quota: admission.DefaultQuota}
-	e.handler = &httpapi.Handler{Admission: e.service, Operations: e.store, NewRequestID: gen.Request,
+	// Discovery serves admission's own registry, as the function wires it.
+	e.handler = &httpapi.Handler{Admission: e.service, Operations: e.store, Types: e.service.Registry, NewRequestID: gen.Request,
 		Intents: &intent.Service{Store: e.store, Now: e.clock.Now},
 		Log:     slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	for _, o := range opts {

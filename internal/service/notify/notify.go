@@ -43,6 +43,8 @@ type Detail struct {
 	OccurredAt    string             `json:"occurredAt"`
 	Result        json.RawMessage    `json:"result,omitempty"`
 	Problem       *operation.Problem `json:"problem,omitempty"`
+	// Progress is the operation's progress when the state changed (operation.Progress).
+	Progress *operation.Progress `json:"progress,omitempty"`
 	// ResultOmitted and ProblemOmitted say that the detail would have exceeded
 	// MaxDetailBytes with them: the operation has one, and a GET of it returns it.
 	ResultOmitted  bool `json:"resultOmitted,omitempty"`
@@ -81,7 +83,7 @@ type Notifier struct {
 // DetailOf builds the detail of a state change.
 func DetailOf(c StateChange) Detail {
 	d := Detail{OperationID: c.OperationID, Type: c.Rep.Type, Target: c.Rep.Target, Tenant: c.Tenant, State: c.State,
-		Version: c.Version, OccurredAt: c.Rep.UpdatedAt, Result: c.Rep.Result, Problem: c.Rep.Problem}
+		Version: c.Version, OccurredAt: c.Rep.UpdatedAt, Result: c.Rep.Result, Problem: c.Rep.Problem, Progress: c.Rep.Progress}
 	if c.PreviousState != "" {
 		prev := c.PreviousState
 		d.PreviousState = &prev

@@ -162,7 +162,7 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 	if !ok {
 		return r.record(ctx, op, r.unknown(op, "unsupported_operation_type", "No executor is registered for this type any more."))
 	}
-	ex, err := r.Executions.Describe(ctx, typ.Executor, op.ID)
+	ex, err := r.Executions.Describe(ctx, typ.Worker, op.ID)
 	if err != nil {
 		return result{}, err
 	}
@@ -172,7 +172,9 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 		switch {
 		case op.State == operation.Cancelling:
 			cause = "canceled: the workflow did not stop by itself within the cancel lease"
-		case op.PastDeadline(r.Leases, r.Now()):
+		case r.Now().After(op.DeadlineAt(r.Leases).Add(r.Leases.Cancel)):
+			// The workflow itself stops at its deadline between steps; it gets the cancel
+			// lease after it, as after a cancel, for the step in flight to end.
 			cause = "stuck: running past the deadline"
 		default:
 			return later(r.Leases.Check)
@@ -186,12 +188,12 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 	case Succeeded:
 		var in recorder.Input
 		if err := json.Unmarshal(ex.Output, &in); err == nil {
-			if f, ok := recorder.Outcome(in); ok {
+			if f, ok := recorder.Unrecorded(in, op.CancelRequested); ok {
 				f.Source = operation.SourceReconciler
 				return r.record(ctx, op, f)
 			}
 		}
-		return r.record(ctx, op, r.unknown(op, "execution_ended", "The execution ended without reporting an outcome."))
+		return r.record(ctx, op, r.ended(op, ex.Status))
 	default:
 		return r.record(ctx, op, r.ended(op, ex.Status))
 	}
@@ -211,9 +213,9 @@ func (r *Reconciler) stopped(op operation.Operation) operation.Fact {
 	case !started:
 		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceReconciler,
 			Problem: operation.NewProblem("deadline_exceeded", "Deadline exceeded",
-				fmt.Sprintf("No step had started within %s; the execution was stopped and nothing ran.", r.Leases.Deadline))}
+				fmt.Sprintf("No step had started by the deadline (%s); the execution was stopped and nothing ran.", operation.FormatTime(op.DeadlineAt(r.Leases))))}
 	default:
-		return r.unknown(op, "deadline_exceeded", fmt.Sprintf("The operation ran longer than %s and was stopped; its outcome is unknown.", r.Leases.Deadline))
+		return r.unknown(op, "deadline_exceeded", fmt.Sprintf("The operation ran past its deadline (%s) and was stopped; its outcome is unknown.", operation.FormatTime(op.DeadlineAt(r.Leases))))
 	}
 }
 

@@ -191,7 +191,7 @@ func TestExecutionEndedWithoutOutcome(t *testing.T) {
 func TestSucceededExecutionOutcomeIsRecorded(t *testing.T) {
 	f := newFixture(t)
 	id := f.started(true)
-	f.exec.Finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","task":{"report":{"done":true,"outcome":"succeeded","result":{"n":3}}}}`))
+	f.exec.Finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","gate":{"decision":`+firstStep(id)+`},"task":{"report":{"status":"succeeded","result":{"n":3}}}}`))
 	f.clock.Advance(leases.Check + time.Second)
 	f.run()
 	if op := f.load(id); op.State != operation.Succeeded || string(op.Result) != `{"n":3}` {
@@ -308,8 +308,8 @@ func TestWorkPerRunIsBounded(t *testing.T) {
 	}
 }
 
-// awsEndWhenRecordFails is how Step Functions ends an execution whose Record state keeps
-// failing, by the workflow's own definition: a Catch on Record that leads to a Succeed state
+// awsEndWhenRecordFails is how Step Functions ends an execution whose Gate state keeps
+// failing, by the workflow's own definition: a Catch on Gate that leads to a Succeed state
 // ends the execution SUCCEEDED with the state's input (the step's report) plus the error at
 // the Catch's ResultPath; without one, the execution FAILED, and DescribeExecution returns
 // no output for a failed execution.
@@ -328,7 +328,7 @@ func awsEndWhenRecordFails(t *testing.T, input string) (reconcile.Status, []byte
 	if err := json.Unmarshal([]byte(stepfunctions.Template()), &asl); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range asl.States["Record"].Catch {
+	for _, c := range asl.States["Gate"].Catch {
 		if slices.Contains(c.ErrorEquals, "States.ALL") && asl.States[c.Next].Type == "Succeed" {
 			var out map[string]any
 			if err := json.Unmarshal([]byte(input), &out); err != nil {
@@ -351,8 +351,9 @@ func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
 		cancel       bool
 		want         operation.State
 	}{
-		{"success", `{"done":true,"outcome":"succeeded","result":{"n":3}}`, false, operation.Succeeded},
-		{"cancel honoured", `{"done":true,"outcome":"canceled"}`, true, operation.Canceled},
+		{"success", `{"status":"succeeded","result":{"n":3}}`, false, operation.Succeeded},
+		{"cancel honoured", `{"status":"continue"}`, true, operation.Canceled},
+		{"no step after a continue", `{"status":"continue"}`, false, operation.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -360,7 +361,7 @@ func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
 			if tc.cancel {
 				f.cancel(id)
 			}
-			status, output := awsEndWhenRecordFails(t, `{"operationId":"`+id+`","step":1,"task":{"report":`+tc.report+`}}`)
+			status, output := awsEndWhenRecordFails(t, `{"operationId":"`+id+`","gate":{"decision":`+firstStep(id)+`},"task":{"report":`+tc.report+`}}`)
 			f.exec.Finish(id, status, output)
 			f.clock.Advance(leases.Cancel + leases.Check + time.Second)
 			f.run()
@@ -397,4 +398,11 @@ func TestLogLinesTheAlarmsRead(t *testing.T) {
 	if !recorded || !run {
 		t.Fatalf("log lines:\n%s", buf.String())
 	}
+}
+
+// firstStep is the recorder's decision that sent step 1 of id to its worker, as the
+// workflow keeps it.
+func firstStep(id string) string {
+	return `{"next":"work","stepTimeoutSeconds":60,"request":{"protocol":"longrun.step.v1","operationId":"` + id +
+		`","type":"demo.task","version":1,"input":{"target":"t"},"step":1,"maxSteps":20,"deadline":"2030-01-01T00:00:00.000Z","stepTimeoutSeconds":60}}`
 }

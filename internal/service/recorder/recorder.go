@@ -1,40 +1,67 @@
-// Package recorder turns the end of an execution into the operation's terminal fact. It
-// reads the workflow's state whichever way a worker failure arrived: through the workflow's
-// Catch (Step Functions on AWS: {"Error","Cause"}) or as the function's error payload in the
-// task result (emulators that ignore function errors: {"errorType","errorMessage"}), so the
+// Package recorder is longrun's side of every step of an operation's workflow. The workflow
+// calls it before the first step, after each step and after each wait between steps
+// (internal/aws/stepfunctions, operation.asl.json). It records what the step came to as
+// facts, then decides what comes next: before every step it checks cancellation intent, the
+// operation's deadline and the type's maxSteps, and builds the worker's step request
+// (internal/core/step). The worker never reads or writes longrun's table.
+//
+// It reads a worker failure whichever way it arrived: through the workflow's Catch (Step
+// Functions on AWS: {"Error","Cause"}) or as the function's error payload in the task
+// result (emulators that ignore function errors: {"errorType","errorMessage"}), so the
 // recorded outcome is the same in both places.
 package recorder
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
 	"github.com/longrun-dev/longrun/internal/core/operation"
-	"github.com/longrun-dev/longrun/internal/service/worker"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/step"
 )
 
-// Input is the workflow state handed to the recorder (internal/aws/stepfunctions): the last step's
-// report under task, and a caught error under error.
+// What a Decision tells the workflow to do next.
+const (
+	NextWork = "work" // invoke the worker with Request
+	NextWait = "wait" // wait WaitSeconds, then ask again
+	NextDone = "done" // the operation's outcome is recorded (or was settled elsewhere)
+)
+
+// Decision is the recorder's answer to the workflow.
+type Decision struct {
+	Next        string `json:"next"`
+	WaitSeconds int    `json:"waitSeconds,omitempty"`
+	// ResumeAt is when a wait the worker asked for ends. A long wait is taken in pauses of
+	// at most MaxPause, with intent checked after each, so that a cancel during it is seen.
+	ResumeAt           string        `json:"resumeAt,omitempty"`
+	StepTimeoutSeconds int           `json:"stepTimeoutSeconds,omitempty"`
+	Request            *step.Request `json:"request,omitempty"`
+}
+
+// Input is the workflow's state as the recorder receives it: the execution's input
+// (operationId) on the first call; after that, its own last decision under gate, the
+// worker's answer under task, and a caught error under error.
 type Input struct {
 	OperationID string     `json:"operationId"`
-	Step        int        `json:"step"`
+	Gate        *Gate      `json:"gate,omitempty"`
 	Task        *Task      `json:"task,omitempty"`
 	Error       *TaskError `json:"error,omitempty"`
 }
 
-// Task holds a step's result as the workflow stored it.
-type Task struct {
-	Report *worker.Report `json:"report,omitempty"`
+// Gate holds the recorder's last decision as the workflow stored it.
+type Gate struct {
+	Decision *Decision `json:"decision,omitempty"`
 }
 
-func (in Input) report() *worker.Report {
-	if in.Task == nil {
-		return nil
-	}
-	return in.Task.Report
+// Task holds a worker's answer as the workflow stored it.
+type Task struct {
+	Report json.RawMessage `json:"report,omitempty"`
 }
 
 // TaskError is what a Catch puts in the state.
@@ -43,65 +70,305 @@ type TaskError struct {
 	Cause string `json:"Cause"`
 }
 
-// Recorder appends terminal facts.
-type Recorder struct {
-	Store facts.Store
-	Now   func() time.Time
-	Log   *slog.Logger
-}
-
-// Outcome decides the fact an execution's end calls for; ok is false when there is nothing
-// to record (the operation was settled elsewhere). A worker failure is an unknown outcome:
-// the step may have acted before it failed, and a blind retry could act twice. The one
-// exception is a worker that failed before its step began (worker.NotStartedErrorType):
-// that step did nothing, so the operation failed (worker_unavailable).
-func Outcome(in Input) (f operation.Fact, ok bool) {
-	failure := ""
-	switch {
-	case in.Error != nil:
-		failure = in.Error.Error
-	case in.report() == nil:
-		failure = "no report"
-	case in.report().ErrorType != "":
-		failure = in.report().ErrorType
-	}
-	if failure == worker.NotStartedErrorType {
-		detail := "The worker could not check the operation before its first step, so no work ran."
-		if in.Step > 0 {
-			detail = fmt.Sprintf("The worker could not check the operation before step %d of its work, so that step never ran; the steps before it had completed.", in.Step+1)
-		}
-		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceExecutor,
-			Problem: operation.NewProblem("worker_unavailable", "Worker unavailable", detail)}, true
-	}
-	if failure != "" {
-		return operation.Fact{Kind: operation.KindOutcomeUnknown, Source: operation.SourceExecutor,
-			Problem: operation.NewProblem("worker_error", "Worker failed",
-				"The worker failed ("+failure+") after it may have acted; the outcome is unknown until it is reconciled.")}, true
-	}
-	switch r := in.report(); r.Outcome {
-	case operation.KindSucceeded, operation.KindFailed, operation.KindOutcomeUnknown, operation.KindCanceled:
-		return operation.Fact{Kind: r.Outcome, Source: operation.SourceExecutor, Result: r.Result, Problem: r.Problem}, true
-	}
-	return operation.Fact{}, false
-}
-
-// Handle records the outcome of in. A fact that can no longer follow (the operation was
-// canceled or settled meanwhile) is dropped: a late result never overwrites a decision.
-func (r *Recorder) Handle(ctx context.Context, in Input) error {
-	f, ok := Outcome(in)
-	if !ok {
+func (in Input) last() *Decision {
+	if in.Gate == nil {
 		return nil
 	}
-	f.At = r.Now()
-	op, err := facts.Update(ctx, r.Store, in.OperationID, func(op operation.Operation) ([]operation.Fact, error) {
-		if _, err := operation.Next(op.State, f.Kind); err != nil {
-			return nil, nil
+	return in.Gate.Decision
+}
+
+// ran is the step whose end in reports, 0 when none: the last decision sent the worker a
+// request, and the workflow has been back since.
+func (in Input) ran() *step.Request {
+	if d := in.last(); d != nil && d.Next == NextWork {
+		return d.Request
+	}
+	return nil
+}
+
+// Recorder records step outcomes and gates the next step.
+type Recorder struct {
+	Store    facts.Store
+	Registry *optype.Registry
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+// errorPayload is how an emulator hands back a function error as the task's result.
+type errorPayload struct {
+	ErrorType    string `json:"errorType"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// throttled is the error of an invocation that Lambda refused before the function ran
+// (after the workflow's retries): nothing of that step happened.
+const throttled = "Lambda.TooManyRequestsException"
+
+// end is what a step came to: a fact to record, or a continue report.
+type end struct {
+	fact *operation.Fact
+	cont *step.Report
+}
+
+// stepEnd reads how the step req ended from in. A report that cannot be read, or any failure
+// of the invocation after it was made, may hide an effect: the outcome is unknown.
+func stepEnd(in Input, req *step.Request) end {
+	failure := ""
+	if in.Error != nil {
+		failure = in.Error.Error
+	}
+	var rep step.Report
+	if failure == "" {
+		var raw json.RawMessage
+		if in.Task != nil {
+			raw = in.Task.Report
 		}
-		return []operation.Fact{f}, nil
+		var ep errorPayload
+		if json.Unmarshal(raw, &ep) == nil && ep.ErrorType != "" {
+			failure = ep.ErrorType
+		} else {
+			var err error
+			if rep, err = step.ParseReport(raw); err != nil {
+				return fail(operation.KindOutcomeUnknown, "invalid_report", "Invalid step report",
+					fmt.Sprintf("Step %d's worker answered with something that is not a step report (%v); the step may have acted, so the outcome is unknown.", req.Step, truncate(err.Error(), 300)))
+			}
+		}
+	}
+	switch {
+	case failure == throttled:
+		detail := "The worker could not be invoked for the first step, so no work ran."
+		if req.Step > 1 {
+			detail = fmt.Sprintf("The worker could not be invoked for step %d, so that step never ran; the steps before it had completed.", req.Step)
+		}
+		return fail(operation.KindFailed, "worker_unavailable", "Worker unavailable", detail)
+	case failure == "States.Timeout":
+		return fail(operation.KindOutcomeUnknown, "step_timeout", "Step timed out",
+			fmt.Sprintf("Step %d did not finish within its step timeout of %ds; it may have acted, so the outcome is unknown until it is reconciled.", req.Step, req.StepTimeoutSeconds))
+	case failure != "":
+		return fail(operation.KindOutcomeUnknown, "worker_error", "Worker failed",
+			"The worker failed ("+truncate(failure, 100)+") after it may have acted; the outcome is unknown until it is reconciled.")
+	}
+	f := operation.Fact{Source: operation.SourceExecutor}
+	switch rep.Status {
+	case step.Continue:
+		return end{cont: &rep}
+	case step.Succeeded:
+		// Only a step that went on or succeeded counts as completed.
+		f.Kind, f.Result, f.Progress = operation.KindSucceeded, rep.Result, progressAfter(req.Step, rep.Progress)
+		if len(f.Result) == 0 || string(f.Result) == "null" {
+			f.Result = json.RawMessage(`{}`)
+		}
+	case step.Failed:
+		f.Kind = operation.KindFailed
+		f.Problem = operation.NewProblem(rep.Problem.Code, rep.Problem.Title, rep.Problem.Detail)
+	default: // step.OutcomeUnknown
+		f.Kind = operation.KindOutcomeUnknown
+		f.Problem = operation.NewProblem("result_lost", "Result lost",
+			fmt.Sprintf("Step %d's worker reported that its effect may have happened and its result is lost.", req.Step))
+		if p := rep.Problem; p != nil {
+			f.Problem = operation.NewProblem(p.Code, p.Title, p.Detail)
+		}
+	}
+	return end{fact: &f}
+}
+
+// progressAfter is the progress once step n completed, with what its worker said about it.
+func progressAfter(n int, p *step.Progress) *operation.Progress {
+	out := &operation.Progress{CompletedSteps: n}
+	if p != nil {
+		out.TotalSteps, out.Percent, out.Message = p.TotalSteps, p.Percent, p.Message
+	}
+	return out
+}
+
+func fail(kind operation.Kind, code, title, detail string) end {
+	return end{fact: &operation.Fact{Kind: kind, Source: operation.SourceExecutor, Problem: operation.NewProblem(code, title, detail)}}
+}
+
+// Outcome is the terminal fact that the end of a workflow in calls for, for the reconciler
+// reading an execution that could not record it (the Unrecorded state); ok is false when in
+// holds no step's end, or one that asked to continue.
+func Outcome(in Input) (f operation.Fact, ok bool) {
+	req := in.ran()
+	if req == nil {
+		if in.Error == nil && in.Task == nil {
+			return operation.Fact{}, false
+		}
+		req = &step.Request{} // an emulator overwrote the decision with the recorder's own error
+	}
+	e := stepEnd(in, req)
+	if e.fact == nil {
+		return operation.Fact{}, false
+	}
+	return *e.fact, true
+}
+
+// Unrecorded is the fact for a workflow that ended without the recorder recording how its
+// last step ended (the Unrecorded state), for the reconciler: the step's own outcome, or,
+// when the step asked to continue, what stopping there means, since no step ran after it:
+// canceled when a cancel was asked for, failed otherwise. ok is false when no step ran.
+func Unrecorded(in Input, cancelRequested bool) (f operation.Fact, ok bool) {
+	if f, ok := Outcome(in); ok {
+		return f, true
+	}
+	req := in.ran()
+	if req == nil || in.Task == nil {
+		return operation.Fact{}, false
+	}
+	if cancelRequested {
+		return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceExecutor}, true
+	}
+	return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceExecutor, Problem: operation.NewProblem(
+		"steps_interrupted", "Steps interrupted", fmt.Sprintf(
+			"Step %d completed and asked to continue, but its report could not be recorded, so no further step ran.", req.Step))}, true
+}
+
+// Handle records how the last step ended, if one ran, and decides what the workflow does
+// next. It is safe to call again with the same input (the workflow retries it): a fact
+// already recorded is not recorded twice, and a decision is made from the facts as they are.
+func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
+	id := in.OperationID
+	var next step.Request
+	var resumeAt time.Time
+	if req := in.ran(); req != nil {
+		id, next = req.OperationID, *req
+	} else if d := in.last(); d != nil && d.Request != nil {
+		id, next = d.Request.OperationID, *d.Request // after a pause: the request it was for
+		next.Step--                                  // gate() moves on to it again
+		resumeAt, _ = time.Parse(operation.TimeFormat, d.ResumeAt)
+	}
+	if id == "" {
+		return Decision{}, errors.New("recorder: the workflow state names no operation")
+	}
+	var e end
+	if req := in.ran(); req != nil {
+		e = stepEnd(in, req)
+	}
+	if e.cont != nil {
+		next.State = e.cont.State
+	}
+	var decision Decision
+	var recorded *operation.Fact
+	op, err := facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+		decision, recorded = Decision{Next: NextDone}, nil
+		now := r.Now()
+		if op.State.Terminal() || op.State == operation.OutcomeUnknown {
+			return nil, nil // settled elsewhere: do no more work and record nothing
+		}
+		var out []operation.Fact
+		add := func(f operation.Fact) {
+			f.At = now
+			out = append(out, f)
+		}
+		if e.fact != nil {
+			if _, err := operation.Next(op.State, e.fact.Kind); err != nil {
+				return nil, nil // a late result never overwrites a decision
+			}
+			add(*e.fact)
+			recorded = e.fact
+			return out, nil
+		}
+		if op.State == operation.Accepted || op.State == operation.Dispatched {
+			add(operation.Fact{Kind: operation.KindStarted, Source: operation.SourceExecutor})
+		}
+		var progress *operation.Progress
+		if e.cont != nil && (op.Progress == nil || op.Progress.CompletedSteps < next.Step) {
+			progress = progressAfter(next.Step, e.cont.Progress)
+		}
+		f, d := r.gate(op, next, e.cont, resumeAt, now)
+		switch {
+		case f != nil: // the work stops here: one fact says so, and how far it came
+			f.Progress = progress
+			add(*f)
+			recorded = f
+		case progress != nil:
+			add(operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, Progress: progress})
+		}
+		decision = d
+		return out, nil
 	})
 	if err != nil {
-		return err
+		return Decision{}, err
 	}
-	r.Log.InfoContext(ctx, "recorded", "operation_id", in.OperationID, "outcome", f.Kind, "state", op.State)
-	return nil
+	if recorded != nil {
+		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", recorded.Kind, "state", op.State,
+			"steps", next.Step)
+	}
+	return decision, nil
+}
+
+// gate decides whether step last.Step+1 may run, and builds its request. It stops the work
+// for a cancel, a passed deadline, a type no longer defined, or a worker that asks for more
+// steps than the type allows; each is recorded, and none can hide an effect: no step is in
+// flight. rep is the report of the step that asked to continue (nil before the first step
+// and after a pause); resumeAt is when the wait in progress ends.
+func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Report, resumeAt, now time.Time) (*operation.Fact, Decision) {
+	done := Decision{Next: NextDone}
+	completed := last.Step
+	stop := func(kind operation.Kind, code, title, detail string) (*operation.Fact, Decision) {
+		f := operation.Fact{Kind: kind, Source: operation.SourceExecutor}
+		if code != "" {
+			f.Problem = operation.NewProblem(code, title, detail)
+		}
+		return &f, done
+	}
+	ran := func() string {
+		if completed == 0 {
+			return "no step had run"
+		}
+		return fmt.Sprintf("%d step(s) had completed and no further step ran", completed)
+	}
+	typ, ok := r.Registry.Lookup(op.Type)
+	if !ok {
+		return stop(operation.KindFailed, "unsupported_operation_type", "Operation type no longer defined",
+			fmt.Sprintf("The type %s is no longer defined here, so its work cannot go on: %s.", op.Type, ran()))
+	}
+	deadline := op.Deadline
+	if deadline.IsZero() {
+		deadline = op.CreatedAt.Add(typ.Deadline)
+	}
+	switch {
+	case op.CancelRequested:
+		return stop(operation.KindCanceled, "", "", "")
+	case !now.Before(deadline):
+		return stop(operation.KindFailed, "deadline_exceeded", "Deadline exceeded",
+			fmt.Sprintf("The operation did not finish within its deadline of %s: %s.", typ.Deadline, ran()))
+	case completed >= typ.MaxSteps:
+		return stop(operation.KindFailed, "max_steps_exceeded", "Too many steps",
+			fmt.Sprintf("The worker asked to continue after step %d, but the type allows at most %d steps.", completed, typ.MaxSteps))
+	}
+	input, err := typ.WithDefaults(op.Input)
+	if err != nil {
+		input = op.Input
+	}
+	req := &step.Request{Protocol: step.Protocol, OperationID: op.ID, Type: op.Type, Version: op.TypeVersion,
+		Input: input, Step: completed + 1, MaxSteps: typ.MaxSteps, State: last.State,
+		Deadline: operation.FormatTime(deadline), StepTimeoutSeconds: int(typ.StepTimeout / time.Second)}
+	d := Decision{Next: NextWork, StepTimeoutSeconds: req.StepTimeoutSeconds, Request: req}
+	if rep != nil {
+		switch {
+		case rep.DelaySeconds != nil:
+			resumeAt = now.Add(time.Duration(*rep.DelaySeconds) * time.Second)
+		case rep.Wait:
+			resumeAt = now.Add(typ.StepDelay)
+		}
+	}
+	if wait := resumeAt.Sub(now); wait > 0 {
+		if !resumeAt.Before(deadline) {
+			return stop(operation.KindFailed, "deadline_exceeded", "Deadline exceeded",
+				fmt.Sprintf("The worker asked to wait until %s before step %d, past the operation's deadline of %s: %s.",
+					operation.FormatTime(resumeAt), req.Step, typ.Deadline, ran()))
+		}
+		d.Next, d.ResumeAt = NextWait, operation.FormatTime(resumeAt)
+		d.WaitSeconds = int(min(wait, step.MaxPause).Round(time.Second) / time.Second)
+		d.WaitSeconds = max(d.WaitSeconds, 1)
+	}
+	return nil, d
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }

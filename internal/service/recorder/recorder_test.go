@@ -1,20 +1,295 @@
-package recorder
+package recorder_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/core/admission"
+	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/core/operation"
-	"github.com/longrun-dev/longrun/internal/service/worker"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/step"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
+	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
+
+	"crypto/rand"
 )
 
+func TestMain(m *testing.M) { os.Exit(dynamotest.Main(m)) }
+
+// A type defined only here: three steps at most, a 10-minute deadline, 30 s steps, waits
+// of 20 s when the worker asks for one.
+const testTypes = `
+types:
+  - name: test.poll
+    version: 3
+    description: A type for the recorder's tests.
+    worker: test-poll
+    deadline: 10m
+    stepTimeout: 30s
+    maxSteps: 3
+    stepDelay: 20s
+    target: "poll:{/name}"
+    input:
+      type: object
+      additionalProperties: false
+      required: [name]
+      properties:
+        name: {type: string}
+        mode: {type: string, default: fast}
+`
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+type fixture struct {
+	t     *testing.T
+	store *dynamo.Store
+	clock *clock
+	rec   *recorder.Recorder
+	admit *admission.Service
+	n     int
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	file, err := optype.Parse("test.types.yaml", []byte(testTypes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, _ := dynamotest.NewClient(t)
+	store := dynamo.New(client, dynamotest.NewTable(t, client))
+	c := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
+	gen := &ids.Generator{Now: c.Now, Entropy: rand.Reader}
+	return &fixture{t: t, store: store, clock: c,
+		rec:   &recorder.Recorder{Store: store, Registry: file.Registry(true), Now: c.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))},
+		admit: &admission.Service{Store: store, Registry: file.Registry(true), Now: c.Now, NewID: gen.Operation}}
+}
+
+func (f *fixture) newOp() string {
+	f.t.Helper()
+	f.n++
+	out, err := f.admit.Admit(context.Background(), admission.Request{Scope: admission.Scope{Tenant: "acme", Principal: "alice"},
+		Key: "k" + string(rune('a'+f.n)), MediaType: "application/json", Body: []byte(`{"type":"test.poll","input":{"name":"n` + string(rune('a'+f.n)) + `"}}`)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return out.Record.OperationID
+}
+
+func (f *fixture) handle(in recorder.Input) recorder.Decision {
+	f.t.Helper()
+	d, err := f.rec.Handle(context.Background(), in)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d
+}
+
+// after is the workflow's state after the worker answered report to the request d.
+func after(d recorder.Decision, report string) recorder.Input {
+	return recorder.Input{Gate: &recorder.Gate{Decision: &d}, Task: &recorder.Task{Report: json.RawMessage(report)}}
+}
+
+func (f *fixture) load(id string) operation.Operation { return dynamotest.Load(f.t, f.store, id) }
+
+func TestFirstStepRequest(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	d := f.handle(recorder.Input{OperationID: id})
+	op := f.load(id)
+	if d.Next != recorder.NextWork || d.StepTimeoutSeconds != 30 || op.State != operation.Running || !op.Started {
+		t.Fatalf("decision %+v, state %s", d, op.State)
+	}
+	r := d.Request
+	if r.Protocol != step.Protocol || r.OperationID != id || r.Type != "test.poll" || r.Version != 3 || r.Step != 1 || r.MaxSteps != 3 ||
+		r.StepTimeoutSeconds != 30 || len(r.State) != 0 || r.Deadline != operation.FormatTime(op.CreatedAt.Add(10*time.Minute)) {
+		t.Fatalf("request %+v", r)
+	}
+	if string(r.Input) != `{"mode":"fast","name":"nb"}` && !strings.Contains(string(r.Input), `"mode":"fast"`) {
+		t.Fatalf("the schema's defaults must reach the worker: %s", r.Input)
+	}
+	// The workflow retries the recorder: the same input records nothing more.
+	again := f.handle(recorder.Input{OperationID: id})
+	if f.load(id).Version != op.Version || again.Request.Step != 1 {
+		t.Fatalf("a retried first call must be idempotent: %+v v%d→v%d", again, op.Version, f.load(id).Version)
+	}
+}
+
+func TestContinueCarriesStateAndRecordsProgress(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	d1 := f.handle(recorder.Input{OperationID: id})
+	d2 := f.handle(after(d1, `{"status":"continue","state":{"cursor":7},"progress":{"totalSteps":3,"message":"one"}}`))
+	op := f.load(id)
+	if d2.Next != recorder.NextWork || d2.Request.Step != 2 || string(d2.Request.State) != `{"cursor":7}` {
+		t.Fatalf("decision %+v", d2)
+	}
+	if p := op.Progress; p == nil || p.CompletedSteps != 1 || p.TotalSteps != 3 || p.Message != "one" || op.State != operation.Running {
+		t.Fatalf("progress %+v", op.Progress)
+	}
+	// A retried call after the same report records no second progress fact.
+	f.handle(after(d1, `{"status":"continue","state":{"cursor":7},"progress":{"totalSteps":3,"message":"one"}}`))
+	if f.load(id).Version != op.Version {
+		t.Fatal("the same report was recorded twice")
+	}
+	d3 := f.handle(after(*f.decisionFor(d2), `{"status":"succeeded","result":{"url":"https://x"},"progress":{"totalSteps":3}}`))
+	op = f.load(id)
+	if d3.Next != recorder.NextDone || op.State != operation.Succeeded || string(op.Result) != `{"url":"https://x"}` || op.Progress.CompletedSteps != 2 {
+		t.Fatalf("decision %+v op %s %s %+v", d3, op.State, op.Result, op.Progress)
+	}
+	// After the end nothing more is recorded or run, whatever arrives.
+	if d := f.handle(after(d2, `{"status":"failed","problem":{"code":"late","title":"Late"}}`)); d.Next != recorder.NextDone || f.load(id).State != operation.Succeeded {
+		t.Fatalf("a late report changed a settled operation: %+v", d)
+	}
+}
+
+func (f *fixture) decisionFor(d recorder.Decision) *recorder.Decision { return &d }
+
+func TestWaitsArePausesWithIntentCheckedAfterEach(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	d1 := f.handle(recorder.Input{OperationID: id})
+	w := f.handle(after(d1, `{"status":"continue","wait":true}`))
+	if w.Next != recorder.NextWait || w.WaitSeconds != 20 || w.Request.Step != 2 {
+		t.Fatalf("wait: the type's stepDelay (20 s) applies: %+v", w)
+	}
+	f.clock.Add(20 * time.Second)
+	if d := f.handle(recorder.Input{Gate: &recorder.Gate{Decision: &w}}); d.Next != recorder.NextWork || d.Request.Step != 2 {
+		t.Fatalf("after the pause the step runs: %+v", d)
+	}
+	// An explicit delay longer than a pause is taken in pauses of at most step.MaxPause.
+	id2 := f.newOp()
+	e1 := f.handle(recorder.Input{OperationID: id2})
+	long := f.handle(after(e1, `{"status":"continue","delaySeconds":420,"wait":true}`))
+	if long.Next != recorder.NextWait || long.WaitSeconds != int(step.MaxPause/time.Second) {
+		t.Fatalf("long wait: %+v", long)
+	}
+	f.clock.Add(step.MaxPause)
+	rest := f.handle(recorder.Input{Gate: &recorder.Gate{Decision: &long}})
+	if rest.Next != recorder.NextWait || rest.WaitSeconds != 120 || rest.ResumeAt != long.ResumeAt {
+		t.Fatalf("the rest of the wait: %+v", rest)
+	}
+	// A cancel during the wait is honoured when the pause ends: no further step runs.
+	dynamotest.Cancel(t, f.store, id2)
+	f.clock.Add(2 * time.Minute)
+	if d := f.handle(recorder.Input{Gate: &recorder.Gate{Decision: &rest}}); d.Next != recorder.NextDone || f.load(id2).State != operation.Canceled {
+		t.Fatalf("cancel during a wait: %+v %s", d, f.load(id2).State)
+	}
+	// A wait that would end past the deadline fails the operation now: no step can run after it.
+	id3 := f.newOp()
+	g1 := f.handle(recorder.Input{OperationID: id3})
+	if d := f.handle(after(g1, `{"status":"continue","delaySeconds":3600}`)); d.Next != recorder.NextDone {
+		t.Fatalf("%+v", d)
+	}
+	if op := f.load(id3); op.State != operation.Failed || op.Problem.Code != "deadline_exceeded" {
+		t.Fatalf("%s %+v", op.State, op.Problem)
+	}
+}
+
+func TestGateStopsTheWork(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name    string
+		prepare func(id string, d1 recorder.Decision) recorder.Input
+		state   operation.State
+		code    string
+	}{
+		{"cancel before the next step", func(id string, d1 recorder.Decision) recorder.Input {
+			dynamotest.Cancel(t, f.store, id)
+			return after(d1, `{"status":"continue"}`)
+		}, operation.Canceled, ""},
+		{"deadline passed", func(id string, d1 recorder.Decision) recorder.Input {
+			f.clock.Add(11 * time.Minute)
+			return after(d1, `{"status":"continue"}`)
+		}, operation.Failed, "deadline_exceeded"},
+		{"more steps than maxSteps", func(id string, d1 recorder.Decision) recorder.Input {
+			d2 := f.handle(after(d1, `{"status":"continue"}`))
+			d3 := f.handle(after(d2, `{"status":"continue"}`))
+			return after(d3, `{"status":"continue"}`)
+		}, operation.Failed, "max_steps_exceeded"},
+	}
+	for _, tc := range cases {
+		id := f.newOp()
+		d1 := f.handle(recorder.Input{OperationID: id})
+		if d := f.handle(tc.prepare(id, d1)); d.Next != recorder.NextDone {
+			t.Errorf("%s: the work goes on: %+v", tc.name, d)
+		}
+		op := f.load(id)
+		if op.State != tc.state || (tc.code != "" && (op.Problem == nil || op.Problem.Code != tc.code)) {
+			t.Errorf("%s: %s %+v", tc.name, op.State, op.Problem)
+		}
+	}
+}
+
+// How a step ended, by every way the workflow can hand it over.
+func TestStepEnds(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name  string
+		in    func(d recorder.Decision) recorder.Input
+		state operation.State
+		code  string
+	}{
+		{"failed report", func(d recorder.Decision) recorder.Input {
+			return after(d, `{"status":"failed","problem":{"code":"quota_exhausted","title":"Quota exhausted","detail":"no room"}}`)
+		}, operation.Failed, "quota_exhausted"},
+		{"result lost", func(d recorder.Decision) recorder.Input { return after(d, `{"status":"outcome_unknown"}`) }, operation.OutcomeUnknown, "result_lost"},
+		{"result lost, typed", func(d recorder.Decision) recorder.Input {
+			return after(d, `{"status":"outcome_unknown","problem":{"code":"conn_reset","title":"Connection reset"}}`)
+		}, operation.OutcomeUnknown, "conn_reset"},
+		{"not a report", func(d recorder.Decision) recorder.Input { return after(d, `{"ok":true}`) }, operation.OutcomeUnknown, "invalid_report"},
+		{"a member its status forbids", func(d recorder.Decision) recorder.Input {
+			return after(d, `{"status":"failed","problem":{"code":"x","title":"X"},"result":{}}`)
+		}, operation.OutcomeUnknown, "invalid_report"},
+		{"timeout (Catch)", func(d recorder.Decision) recorder.Input {
+			return recorder.Input{Gate: &recorder.Gate{Decision: &d}, Error: &recorder.TaskError{Error: "States.Timeout"}}
+		}, operation.OutcomeUnknown, "step_timeout"},
+		{"crash (Catch)", func(d recorder.Decision) recorder.Input {
+			return recorder.Input{Gate: &recorder.Gate{Decision: &d}, Error: &recorder.TaskError{Error: "Runtime.ExitError", Cause: "boom"}}
+		}, operation.OutcomeUnknown, "worker_error"},
+		{"crash (error payload)", func(d recorder.Decision) recorder.Input {
+			return after(d, `{"errorType":"Runtime.ExitError","errorMessage":"boom"}`)
+		}, operation.OutcomeUnknown, "worker_error"},
+		{"throttled, never ran", func(d recorder.Decision) recorder.Input {
+			return recorder.Input{Gate: &recorder.Gate{Decision: &d}, Error: &recorder.TaskError{Error: "Lambda.TooManyRequestsException"}}
+		}, operation.Failed, "worker_unavailable"},
+	}
+	for _, tc := range cases {
+		id := f.newOp()
+		d1 := f.handle(recorder.Input{OperationID: id})
+		if d := f.handle(tc.in(d1)); d.Next != recorder.NextDone {
+			t.Errorf("%s: %+v", tc.name, d)
+		}
+		op := f.load(id)
+		if op.State != tc.state || op.Problem == nil || op.Problem.Code != tc.code {
+			t.Errorf("%s: %s %+v", tc.name, op.State, op.Problem)
+		}
+	}
+}
+
 // The same worker failure must give the same fact whether it arrived through a Catch (AWS)
-// or as an error payload in the task result (kumo).
+// or as an error payload in the task result (kumo); the reconciler reads an Unrecorded
+// execution's output the same way.
 func TestOutcomeIsTheSameOnBothPaths(t *testing.T) {
-	viaCatch := Input{OperationID: "op_1", Error: &TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"boom"}`}}
-	viaPayload := Input{OperationID: "op_1", Task: &Task{Report: &worker.Report{ErrorType: "Runtime.ExitError", ErrorMessage: "boom"}}}
-	a, okA := Outcome(viaCatch)
-	b, okB := Outcome(viaPayload)
+	d := recorder.Decision{Next: recorder.NextWork, Request: &step.Request{OperationID: "op_1", Step: 2}}
+	viaCatch := recorder.Input{Gate: &recorder.Gate{Decision: &d}, Error: &recorder.TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"boom"}`}}
+	viaPayload := after(d, `{"errorType":"Runtime.ExitError","errorMessage":"boom"}`)
+	a, okA := recorder.Outcome(viaCatch)
+	b, okB := recorder.Outcome(viaPayload)
 	if !okA || !okB || a.Kind != operation.KindOutcomeUnknown {
 		t.Fatalf("%+v %+v", a, b)
 	}
@@ -23,30 +298,13 @@ func TestOutcomeIsTheSameOnBothPaths(t *testing.T) {
 	if string(ja) != string(jb) {
 		t.Fatalf("paths differ:\n%s\n%s", ja, jb)
 	}
-}
-
-func TestOutcomeTable(t *testing.T) {
-	tests := []struct {
-		name string
-		in   Input
-		kind operation.Kind
-		ok   bool
-	}{
-		{"succeeded", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindSucceeded, Result: json.RawMessage(`{}`)}}}, operation.KindSucceeded, true},
-		{"failed", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindFailed}}}, operation.KindFailed, true},
-		{"unknown", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindOutcomeUnknown}}}, operation.KindOutcomeUnknown, true},
-		{"canceled", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindCanceled}}}, operation.KindCanceled, true},
-		{"settled elsewhere", Input{Task: &Task{Report: &worker.Report{Done: true}}}, "", false},
-		{"no report", Input{}, operation.KindOutcomeUnknown, true},
-		{"a worker error after the step began", Input{Error: &TaskError{Error: "wrapError"}}, operation.KindOutcomeUnknown, true},
-		{"the worker failed before the step began (Catch)", Input{Error: &TaskError{Error: worker.NotStartedErrorType}}, operation.KindFailed, true},
-		{"the worker failed before the step began (payload)", Input{Task: &Task{Report: &worker.Report{ErrorType: worker.NotStartedErrorType}}}, operation.KindFailed, true},
-		{"a non-terminal outcome is not trusted", Input{Task: &Task{Report: &worker.Report{Done: true, Outcome: operation.KindStarted}}}, "", false},
+	if _, ok := recorder.Outcome(after(d, `{"status":"continue"}`)); ok {
+		t.Fatal("a continue is not an outcome")
 	}
-	for _, tc := range tests {
-		f, ok := Outcome(tc.in)
-		if ok != tc.ok || f.Kind != tc.kind {
-			t.Errorf("%s: %v %s", tc.name, ok, f.Kind)
-		}
+	if _, ok := recorder.Outcome(recorder.Input{OperationID: "op_1"}); ok {
+		t.Fatal("no step ran: no outcome")
+	}
+	if f, ok := recorder.Outcome(after(d, `{"status":"succeeded"}`)); !ok || f.Kind != operation.KindSucceeded || string(f.Result) != `{}` {
+		t.Fatalf("%+v", f)
 	}
 }

@@ -302,8 +302,9 @@ func checkContract(route *routers.Route, pathParams map[string]string, status in
 		}
 		return errors.Join(errs...)
 	}
+	// An operation's representation; an operation type has a version too, and no operationId.
 	version, isRepresentation := obj["version"].(json.Number)
-	if !isRepresentation {
+	if !isRepresentation || opID == "" {
 		return errors.Join(errs...)
 	}
 	if etag := h.Get("ETag"); etag != "" && etag != `"`+version.String()+`"` {

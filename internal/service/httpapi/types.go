@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/problem"
+)
+
+// operationTypesPath is the discovery of the operation types the API admits (api/openapi.yaml,
+// listOperationTypes and getOperationType).
+const operationTypesPath = "/v1/operation-types"
+
+// operationType is an operation type as discovery serves it: the contract's schema
+// OperationType, exactly its members.
+type operationType struct {
+	Name        string `json:"name"`
+	Version     int    `json:"version"`
+	Description string `json:"description"`
+	// InputSchema is the type's JSON Schema (2020-12) for an admission's input, a JSON object.
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// DeadlineSeconds is the type's deadline in whole seconds, rounded up.
+	DeadlineSeconds int64 `json:"deadlineSeconds"`
+}
+
+// describeType is what discovery serves for t.
+func describeType(t optype.Type) operationType {
+	return operationType{Name: t.Name, Version: t.Version, Description: t.Description, InputSchema: t.InputSchema(),
+		DeadlineSeconds: int64((t.Deadline + time.Second - 1) / time.Second)}
+}
+
+// errNoTypes is why discovery refuses to serve without a registry: a handler built without
+// Types would otherwise answer that no type exists while admission admits some.
+var errNoTypes = errors.New("httpapi: Handler.Types is nil: discovery serves the registry admission validates against, and has none")
+
+// typesRoute serves /v1/operation-types and /v1/operation-types/{name}; ok is false for any
+// other path.
+func (h *Handler) typesRoute(method, path string) (resp response, ok bool, err error) {
+	if path == operationTypesPath {
+		if method != http.MethodGet {
+			return response{}, true, methodNotAllowed(method, path, http.MethodGet)
+		}
+		resp, err := h.listTypes()
+		return resp, true, err
+	}
+	name, found := strings.CutPrefix(path, operationTypesPath+"/")
+	if !found {
+		return response{}, false, nil
+	}
+	if name == "" || strings.Contains(name, "/") {
+		return response{}, true, errNoRoute(method, path)
+	}
+	if method != http.MethodGet {
+		return response{}, true, methodNotAllowed(method, path, http.MethodGet)
+	}
+	resp, err = h.getType(name)
+	return resp, true, err
+}
+
+// listTypes serves GET /v1/operation-types: every type of the registry, sorted by name.
+func (h *Handler) listTypes() (response, error) {
+	if h.Types == nil {
+		return response{}, problem.Wrap(problem.Internal, errNoTypes, "An internal error occurred.")
+	}
+	types := h.Types.Types()
+	items := make([]operationType, 0, len(types))
+	for _, t := range types {
+		d, err := describedType(t)
+		if err != nil {
+			return response{}, err
+		}
+		items = append(items, d)
+	}
+	slices.SortFunc(items, func(a, b operationType) int { return strings.Compare(a.Name, b.Name) })
+	return typeResponse(struct {
+		Items []operationType `json:"items"`
+	}{items})
+}
+
+// getType serves GET /v1/operation-types/{name}: one type of the registry, or 404.
+func (h *Handler) getType(name string) (response, error) {
+	if h.Types == nil {
+		return response{}, problem.Wrap(problem.Internal, errNoTypes, "An internal error occurred.")
+	}
+	t, ok := h.Types.Lookup(name)
+	if !ok {
+		return response{}, problem.New(problem.NotFound, "No such operation type.")
+	}
+	d, err := describedType(t)
+	if err != nil {
+		return response{}, err
+	}
+	return typeResponse(d)
+}
+
+// describedType is describeType, refusing a type whose input schema is not a JSON object
+// (the contract promises one).
+func describedType(t optype.Type) (operationType, error) {
+	d := describeType(t)
+	if s := bytes.TrimSpace(d.InputSchema); len(s) == 0 || s[0] != '{' || !json.Valid(s) {
+		return operationType{}, problem.Wrap(problem.Internal, errors.New("httpapi: operation type "+t.Name+": its input schema is not a JSON object"),
+			"An internal error occurred.")
+	}
+	return d, nil
+}
+
+func typeResponse(v any) (response, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return response{}, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+	}
+	return response{status: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: b}, nil
+}

@@ -1,0 +1,78 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/lambda"
+)
+
+// Func is one operation type's work: it runs one step of it, with the operation's input
+// decoded into In (with encoding/json, so members In does not name are ignored).
+//
+// It returns the step's [Report]. An error instead is the invocation's failure, which
+// longrun records as outcome_unknown (the step ran and may have acted), except a
+// [*Problem], which is a failed report. ctx ends when the invocation's time does.
+type Func[In any] func(ctx context.Context, step Step, input In) (Report, error)
+
+// Handler is fn as a Lambda handler: it decodes the step request and its input, runs fn
+// and returns the report as JSON (see [Run]). A payload that is not a step request of
+// [Protocol] (or not JSON) is a failed report with the code [CodeInvalidRequest]: fn did
+// not run.
+func Handler[In any](fn Func[In]) func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+		var req Request
+		err := json.Unmarshal(payload, &req)
+		if err == nil {
+			err = req.check()
+		}
+		var rep Report
+		if err != nil {
+			rep = Fail(CodeInvalidRequest, "The invocation is not a step request.", truncate("the payload is not a "+Protocol+" step request: "+err.Error()))
+		} else if rep, err = Run(ctx, fn, req); err != nil {
+			return nil, err
+		}
+		return json.Marshal(rep)
+	}
+}
+
+// Start runs fn as the Lambda function's handler; it does not return. A worker's main is
+//
+//	func main() { worker.Start(step) }
+func Start[In any](fn Func[In]) { lambda.Start(Handler(fn)) }
+
+// Run runs fn for req as the Lambda function does, without Lambda: for a team's unit tests.
+// It decodes req.Input into In (a failure is a failed report with the code
+// [CodeInvalidInput]: fn did not run), calls fn, turns a [*Problem] error into a failed
+// report and checks the report against the protocol: a report that breaks it is an error,
+// as is any other error from fn. Run does not check req's protocol or step number (Handler
+// does), so a test sets only what its Func reads.
+func Run[In any](ctx context.Context, fn Func[In], req Request) (Report, error) {
+	var in In
+	if err := json.Unmarshal(req.Input, &in); err != nil {
+		return Fail(CodeInvalidInput, "The operation's input is not what the worker reads.", truncate(err.Error())), nil
+	}
+	rep, err := fn(ctx, req.step(), in)
+	if err != nil {
+		var p *Problem
+		if !errors.As(err, &p) || p == nil {
+			return Report{}, err
+		}
+		rep = Fail(p.Code, p.Title, p.Detail)
+	}
+	if err := rep.validate(); err != nil {
+		return Report{}, fmt.Errorf("step %d of %s: %w", req.Step, req.OperationID, err)
+	}
+	return rep, nil
+}
+
+// truncate keeps a problem detail within the protocol's 2000 characters.
+func truncate(s string) string {
+	if utf8.RuneCountInString(s) <= 2000 {
+		return s
+	}
+	return string([]rune(s)[:1999]) + "…"
+}

@@ -1,0 +1,500 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"time"
+	"unicode/utf8"
+)
+
+// Progress is how far the work has come, shown on the operation. It may go with a report of
+// any status. Every member is optional, and its zero value is "not reported". longrun
+// counts the steps completed itself; a worker never reports them.
+type Progress struct {
+	// TotalSteps is how many steps the work is expected to take, at least 1.
+	TotalSteps int `json:"totalSteps,omitempty"`
+	// Percent is how much of the work is done, 0 to 100; nil is not reported (write
+	// new(40.0) for 40 %).
+	Percent *float64 `json:"percent,omitempty"`
+	// Message says what is going on, in at most 200 characters.
+	Message string `json:"message,omitempty"`
+}
+
+// Problem says why a step failed (or, optionally, why its outcome is unknown), in the
+// protocol's terms: Code matches ^[a-z][a-z0-9_]{0,63}$ and names the kind of failure for
+// programs, Title (required, at most 200 characters) says it to people, and Detail (at
+// most 2000 characters) says what happened this time.
+//
+// A *Problem is also an error: a [Func] that returns one as its error (even wrapped) makes
+// a failed report, as [Fail] does, instead of failing the invocation.
+type Problem struct {
+	Code   string `json:"code"`
+	Title  string `json:"title"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func (p *Problem) Error() string {
+	if p.Detail == "" {
+		return p.Code + ": " + p.Title
+	}
+	return p.Code + ": " + p.Title + ": " + p.Detail
+}
+
+// Report is what a step returns to longrun. Build one with [Continue], [Succeed], [Fail] or
+// [ResultLost]; its methods return modified copies. The zero Report is no report: a Func
+// that returns it without an error fails its invocation.
+//
+// A Report is checked against the protocol when it is encoded (by [Handler], [Run] and
+// MarshalJSON): a report that breaks the protocol's limits is an error there, not a report
+// longrun would have to reject.
+type Report struct {
+	status   Status
+	state    json.RawMessage
+	result   json.RawMessage
+	problem  *Problem
+	progress *Progress
+	delay    *int // seconds
+	wait     bool
+	err      error // from building it
+}
+
+// Continue reports that the work is not done: longrun invokes the next step with state, the
+// JSON encoding of state (at most [MaxStateBytes]), as the next step's [Step.State]. A nil
+// state, or one that encodes as null, carries none.
+//
+// Without [Report.Wait] or [Report.After] the next step is invoked at once.
+func Continue(state any) Report {
+	r := Report{status: StatusContinue}
+	r.state, r.err = encode("state", state)
+	return r
+}
+
+// Succeed reports that the work is done, with result, the JSON encoding of result, as the
+// operation's result. It must encode as a JSON object of at most [MaxResultBytes]; a nil
+// result (or one that encodes as null) is the empty object.
+func Succeed(result any) Report {
+	r := Report{status: StatusSucceeded}
+	r.result, r.err = encode("result", result)
+	return r
+}
+
+// Fail reports that the work did not and will not happen, for the reason the problem says
+// (see [Problem] for what code, title and detail must be; detail may be empty). longrun
+// records the operation failed with this problem.
+//
+// Fail only when nothing of the work happened, or what happened is undone: after an effect
+// whose result is lost, report [ResultLost].
+func Fail(code, title, detail string) Report {
+	return Report{status: StatusFailed, problem: &Problem{Code: code, Title: title, Detail: detail}}
+}
+
+// ResultLost reports that the work may have happened and its result is lost (status
+// outcome_unknown), with the problem code [CodeResultLost] and detail, if not empty.
+// longrun records outcome_unknown and never retries the work blindly: someone resolves it.
+func ResultLost(detail string) Report {
+	return Report{status: StatusOutcomeUnknown, problem: &Problem{Code: CodeResultLost, Title: "The result of the step is lost.", Detail: detail}}
+}
+
+// Wait returns a continue report that asks longrun to wait the type's configured stepDelay
+// before the next step: how a worker polls an external system without sleeping in Lambda.
+// [Report.After] wins over it.
+func (r Report) Wait() Report {
+	if r.continuing("Wait") {
+		r.wait = true
+	}
+	return r
+}
+
+// After returns a continue report that asks longrun to wait d (rounded up to a whole
+// second, at most [MaxDelay]) before the next step. It wins over [Report.Wait]; After(0)
+// asks for the next step at once even if Wait was called.
+func (r Report) After(d time.Duration) Report {
+	if !r.continuing("After") {
+		return r
+	}
+	if d < 0 || d > MaxDelay {
+		r.err = errors.Join(r.err, fmt.Errorf("worker: a delay of %v is not between 0 and %v", d, MaxDelay))
+		return r
+	}
+	secs := int((d + time.Second - 1) / time.Second)
+	r.delay = &secs
+	return r
+}
+
+func (r *Report) continuing(method string) bool {
+	if r.status == StatusContinue {
+		return true
+	}
+	r.err = errors.Join(r.err, fmt.Errorf("worker: %s is only for a continue report, not a %q one", method, r.statusName()))
+	return false
+}
+
+// WithProgress returns the report with p as its progress.
+func (r Report) WithProgress(p Progress) Report {
+	if p.Percent != nil {
+		percent := *p.Percent
+		p.Percent = &percent
+	}
+	r.progress = &p
+	return r
+}
+
+// Status is the report's status ("" for the zero Report).
+func (r Report) Status() Status { return r.status }
+
+// State is the state a continue report carries, as JSON; nil when it carries none.
+func (r Report) State() json.RawMessage { return r.state }
+
+// Result is a succeeded report's result, as JSON ({} when it was given none); nil for the
+// other statuses.
+func (r Report) Result() json.RawMessage {
+	if r.status == StatusSucceeded && r.result == nil {
+		return json.RawMessage("{}")
+	}
+	return r.result
+}
+
+// Problem is the report's problem, or nil.
+func (r Report) Problem() *Problem {
+	if r.problem == nil {
+		return nil
+	}
+	p := *r.problem
+	return &p
+}
+
+// Progress is the report's progress, or nil.
+func (r Report) Progress() *Progress {
+	if r.progress == nil {
+		return nil
+	}
+	return r.WithProgress(*r.progress).progress
+}
+
+// Delay is the delay a continue report asks for with [Report.After], and whether it asks
+// for one.
+func (r Report) Delay() (time.Duration, bool) {
+	if r.delay == nil {
+		return 0, false
+	}
+	return time.Duration(*r.delay) * time.Second, true
+}
+
+// WaitsStepDelay reports whether a continue report asks for the type's stepDelay
+// ([Report.Wait]). A delay from [Report.After] wins over it.
+func (r Report) WaitsStepDelay() bool { return r.wait }
+
+func (r Report) statusName() Status {
+	if r.status == "" {
+		return "zero"
+	}
+	return r.status
+}
+
+// wireReport is a report as it is sent, members in the protocol's order.
+type wireReport struct {
+	Status       Status          `json:"status"`
+	State        json.RawMessage `json:"state,omitempty"`
+	Result       json.RawMessage `json:"result,omitempty"`
+	Problem      *Problem        `json:"problem,omitempty"`
+	Progress     *Progress       `json:"progress,omitempty"`
+	DelaySeconds *int            `json:"delaySeconds,omitempty"`
+	Wait         bool            `json:"wait,omitempty"`
+}
+
+// MarshalJSON writes the report as the step's return value, after checking it against the
+// protocol.
+func (r Report) MarshalJSON() ([]byte, error) {
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(wireReport{
+		Status: r.status, State: r.state, Result: r.result, Problem: r.problem,
+		Progress: r.progress, DelaySeconds: r.delay, Wait: r.wait,
+	})
+}
+
+// UnmarshalJSON reads a step report as strictly as the protocol's schema does (an unknown
+// member, a member the status does not allow, or a value out of its range is an error) and
+// holds it to the size limits the schema cannot say, measured as compact JSON.
+func (r *Report) UnmarshalJSON(b []byte) error {
+	rep, err := decodeReport(b)
+	if err != nil {
+		return fmt.Errorf("worker: invalid report: %w", err)
+	}
+	if err := rep.validate(); err != nil {
+		return err
+	}
+	*r = rep
+	return nil
+}
+
+// allowed is the members each status allows.
+var allowed = map[Status][]string{
+	StatusContinue:       {"status", "state", "progress", "delaySeconds", "wait"},
+	StatusSucceeded:      {"status", "result", "progress"},
+	StatusFailed:         {"status", "problem", "progress"},
+	StatusOutcomeUnknown: {"status", "problem", "progress"},
+}
+
+func decodeReport(b []byte) (Report, error) {
+	m, err := members(b, "a report")
+	if err != nil {
+		return Report{}, err
+	}
+	var rep Report
+	raw, ok := m["status"]
+	if !ok {
+		return Report{}, errors.New("status is missing")
+	}
+	if err := strict(raw, "status", &rep.status); err != nil {
+		return Report{}, err
+	}
+	names, ok := allowed[rep.status]
+	if !ok {
+		return Report{}, fmt.Errorf("status %q is not one of continue, succeeded, failed, outcome_unknown", rep.status)
+	}
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(names, k) {
+			return Report{}, fmt.Errorf("%q is not a member of a %s report", k, rep.status)
+		}
+	}
+	if raw, ok := m["state"]; ok {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return Report{}, err
+		}
+		rep.state = buf.Bytes()
+	}
+	if raw, ok := m["result"]; ok {
+		if _, err := members(raw, "result"); err != nil {
+			return Report{}, err
+		}
+		var buf bytes.Buffer
+		_ = json.Compact(&buf, raw) // valid: it decoded
+		rep.result = buf.Bytes()
+	}
+	if raw, ok := m["problem"]; ok {
+		if rep.problem, err = decodeProblem(raw); err != nil {
+			return Report{}, err
+		}
+	}
+	if raw, ok := m["progress"]; ok {
+		if rep.progress, err = decodeProgress(raw); err != nil {
+			return Report{}, err
+		}
+	}
+	if raw, ok := m["delaySeconds"]; ok {
+		secs, err := integer(raw, "delaySeconds")
+		if err != nil {
+			return Report{}, err
+		}
+		rep.delay = &secs
+	}
+	if raw, ok := m["wait"]; ok {
+		if err := strict(raw, "wait", &rep.wait); err != nil {
+			return Report{}, err
+		}
+	}
+	return rep, nil
+}
+
+func decodeProblem(raw json.RawMessage) (*Problem, error) {
+	m, err := members(raw, "problem")
+	if err != nil {
+		return nil, err
+	}
+	var p Problem
+	for _, k := range sortedKeys(m) {
+		var dst *string
+		switch k {
+		case "code":
+			dst = &p.Code
+		case "title":
+			dst = &p.Title
+		case "detail":
+			dst = &p.Detail
+		default:
+			return nil, fmt.Errorf("%q is not a member of problem", k)
+		}
+		if err := strict(m[k], "problem."+k, dst); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range []string{"code", "title"} {
+		if _, ok := m[k]; !ok {
+			return nil, fmt.Errorf("problem.%s is missing", k)
+		}
+	}
+	return &p, nil
+}
+
+func decodeProgress(raw json.RawMessage) (*Progress, error) {
+	m, err := members(raw, "progress")
+	if err != nil {
+		return nil, err
+	}
+	var p Progress
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "totalSteps":
+			n, err := integer(m[k], "progress.totalSteps")
+			if err != nil {
+				return nil, err
+			}
+			if n < 1 {
+				return nil, fmt.Errorf("progress.totalSteps %d is less than 1", n)
+			}
+			p.TotalSteps = n
+		case "percent":
+			var f float64
+			if err := strict(m[k], "progress.percent", &f); err != nil {
+				return nil, err
+			}
+			p.Percent = &f
+		case "message":
+			if err := strict(m[k], "progress.message", &p.Message); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("%q is not a member of progress", k)
+		}
+	}
+	return &p, nil
+}
+
+// members decodes a JSON object into its members.
+func members(raw []byte, what string) (map[string]json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, fmt.Errorf("%s must be a JSON object", what)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return m, nil
+}
+
+// strict decodes a member's value, refusing null (which json.Unmarshal ignores).
+func strict(raw json.RawMessage, member string, v any) error {
+	if string(bytes.TrimSpace(raw)) == "null" {
+		return fmt.Errorf("%s must not be null", member)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: %w", member, err)
+	}
+	return nil
+}
+
+// integer decodes a JSON integer as JSON Schema counts one: 30 and 30.0 both are.
+func integer(raw json.RawMessage, member string) (int, error) {
+	var f float64
+	if err := strict(raw, member, &f); err != nil {
+		return 0, err
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, fmt.Errorf("%s must be an integer", member)
+	}
+	return int(f), nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func encode(what string, v any) (json.RawMessage, error) {
+	if v == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("worker: encode the %s: %w", what, err)
+	}
+	if string(b) == "null" {
+		return nil, nil
+	}
+	return b, nil
+}
+
+var codePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// validate checks the report against the protocol's rules and limits.
+func (r Report) validate() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.status == "" {
+		return errors.New("worker: the zero Report is no report: build one with Continue, Succeed, Fail or ResultLost")
+	}
+	names, ok := allowed[r.status]
+	if !ok {
+		return fmt.Errorf("worker: invalid report: status %q is not one of continue, succeeded, failed, outcome_unknown", r.status)
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, m := range []struct {
+		name    string
+		present bool
+	}{
+		{"state", r.state != nil}, {"result", r.result != nil}, {"problem", r.problem != nil},
+		{"delaySeconds", r.delay != nil}, {"wait", r.wait},
+	} {
+		if m.present && !slices.Contains(names, m.name) {
+			bad("%s is not a member of a %s report", m.name, r.status)
+		}
+	}
+	if len(r.state) > MaxStateBytes {
+		bad("the state takes %d bytes, more than %d", len(r.state), MaxStateBytes)
+	}
+	if r.result != nil {
+		if r.result[0] != '{' {
+			bad("the result must be a JSON object, not %.40s", r.result)
+		} else if len(r.result) > MaxResultBytes {
+			bad("the result takes %d bytes, more than %d", len(r.result), MaxResultBytes)
+		}
+	}
+	if r.delay != nil && (*r.delay < 0 || *r.delay > int(MaxDelay/time.Second)) {
+		bad("delaySeconds %d is not between 0 and %d", *r.delay, int(MaxDelay/time.Second))
+	}
+	if r.status == StatusFailed && r.problem == nil {
+		bad("a failed report needs a problem")
+	}
+	if p := r.problem; p != nil {
+		if !codePattern.MatchString(p.Code) {
+			bad("problem code %q does not match %s", p.Code, codePattern)
+		}
+		if n := utf8.RuneCountInString(p.Title); n == 0 || n > 200 {
+			bad("the problem's title must have 1 to 200 characters, not %d", n)
+		}
+		if n := utf8.RuneCountInString(p.Detail); n > 2000 {
+			bad("the problem's detail must have at most 2000 characters, not %d", n)
+		}
+	}
+	if p := r.progress; p != nil {
+		if p.TotalSteps < 0 {
+			bad("progress totalSteps %d is less than 1", p.TotalSteps)
+		}
+		if p.Percent != nil && !(*p.Percent >= 0 && *p.Percent <= 100) {
+			bad("progress percent %v is not between 0 and 100", *p.Percent)
+		}
+		if n := utf8.RuneCountInString(p.Message); n > 200 {
+			bad("the progress message must have at most 200 characters, not %d", n)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("worker: invalid %s report: %w", r.status, errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,299 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/longrun-dev/longrun/worker"
+)
+
+type orderInput struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+func sample(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sampleDir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A Func sees the request as a Step: every member, the carried state decoded on demand.
+func TestTheStepIsTheRequest(t *testing.T) {
+	var got worker.Step
+	var in map[string]any
+	h := worker.Handler(func(_ context.Context, s worker.Step, input map[string]any) (worker.Report, error) {
+		got, in = s, input
+		return worker.Succeed(nil), nil
+	})
+	if _, err := h(context.Background(), sample(t, "step-request-later")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	if got.OperationID != "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3" || got.Type != "demo.task" || got.Version != 1 ||
+		got.Number != 3 || got.MaxSteps != 20 || !got.Deadline.Equal(deadline) || got.StepTimeout != time.Minute {
+		t.Fatalf("step %+v", got)
+	}
+	if in["target"] != "demo:alpha" || in["steps"] != 3.0 {
+		t.Fatalf("input %v", in)
+	}
+	var state struct{ Done int }
+	if ok, err := got.State(&state); !ok || err != nil || state.Done != 2 {
+		t.Fatalf("state %+v %v %v", state, ok, err)
+	}
+	if key := got.IdempotencyKey(); key != "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3-step-3" {
+		t.Fatalf("key %s", key)
+	}
+}
+
+func TestStepState(t *testing.T) {
+	run := func(state string) (int, bool, error) {
+		req := worker.Request{Input: json.RawMessage(`{}`), Step: 2}
+		if state != "" {
+			req.State = json.RawMessage(state)
+		}
+		n := -1
+		var ok bool
+		var err error
+		_, _ = worker.Run(context.Background(), func(_ context.Context, s worker.Step, _ struct{}) (worker.Report, error) {
+			ok, err = s.State(&n)
+			return worker.Succeed(nil), nil
+		}, req)
+		return n, ok, err
+	}
+	for _, tc := range []struct {
+		state string
+		n     int
+		ok    bool
+		err   bool
+	}{
+		{"", -1, false, false},     // none carried: n untouched
+		{"null", -1, false, false}, // null is none
+		{"7", 7, true, false},
+		{`"seven"`, -1, true, true},
+	} {
+		n, ok, err := run(tc.state)
+		if n != tc.n || ok != tc.ok || (err != nil) != tc.err {
+			t.Errorf("state %q: %d %v %v", tc.state, n, ok, err)
+		}
+	}
+}
+
+func TestIdempotencyKeysDifferPerStepAndOperation(t *testing.T) {
+	keys := map[string]bool{}
+	for _, op := range []string{"op_01JDY3Q4W5E6R7T8Y9V0A1B2C3", "op_01JDY3Q4W5E6R7T8Y9V0A1B2C4"} {
+		for n := 1; n <= 12; n++ {
+			var key string
+			_, _ = worker.Run(context.Background(), func(_ context.Context, s worker.Step, _ any) (worker.Report, error) {
+				key = s.IdempotencyKey()
+				return worker.Succeed(nil), nil
+			}, worker.Request{OperationID: op, Step: n, Input: json.RawMessage(`{}`)})
+			if keys[key] || !strings.HasPrefix(key, op) {
+				t.Fatalf("key %q for %s step %d", key, op, n)
+			}
+			keys[key] = true
+		}
+	}
+}
+
+// Input that is not what the Func reads is a failed report: the Func never ran.
+func TestInputThatDoesNotDecodeFailsWithoutRunning(t *testing.T) {
+	for _, input := range []string{`{"from":7}`, `[]`, ``, `"x"`} {
+		ran := false
+		rep, err := worker.Run(context.Background(), func(context.Context, worker.Step, orderInput) (worker.Report, error) {
+			ran = true
+			return worker.Succeed(nil), nil
+		}, worker.Request{Step: 1, Input: json.RawMessage(input)})
+		if err != nil || ran || rep.Status() != worker.StatusFailed || rep.Problem().Code != worker.CodeInvalidInput || rep.Problem().Detail == "" {
+			t.Errorf("input %q: %+v %v ran %v", input, rep.Problem(), err, ran)
+		}
+	}
+}
+
+// A *Problem as the error, wrapped or not, is a failed report; any other error is the
+// invocation's error, returned as it is.
+func TestErrorsFromTheFunc(t *testing.T) {
+	errBoom := errors.New("connection reset")
+	for _, tc := range []struct {
+		err     error
+		problem *worker.Problem // the failed report's problem, nil when the error is returned
+	}{
+		{&worker.Problem{Code: "quota_exhausted", Title: "No quota."}, &worker.Problem{Code: "quota_exhausted", Title: "No quota."}},
+		{fmt.Errorf("export: %w", &worker.Problem{Code: "too_big", Title: "Too big.", Detail: "9 GB"}), &worker.Problem{Code: "too_big", Title: "Too big.", Detail: "9 GB"}},
+		{errBoom, nil},
+		{fmt.Errorf("submit: %w", context.DeadlineExceeded), nil},
+	} {
+		h := worker.Handler(func(context.Context, worker.Step, orderInput) (worker.Report, error) {
+			return worker.Succeed(map[string]int{"ignored": 1}), tc.err
+		})
+		out, err := h(context.Background(), sample(t, "step-request-first"))
+		if tc.problem == nil {
+			if err != tc.err || out != nil { // returned as it is
+
+				t.Errorf("%v: %s %v", tc.err, out, err)
+			}
+			continue
+		}
+		want, _ := json.Marshal(map[string]any{"status": "failed", "problem": tc.problem})
+		if err != nil || !sameJSON(t, out, want) {
+			t.Errorf("%v: %s %v, want %s", tc.err, out, err, want)
+		}
+	}
+}
+
+// A report that breaks the protocol is the worker's bug: an error, never sent as a report.
+func TestAWronglyBuiltReportIsAnError(t *testing.T) {
+	for _, tc := range []struct {
+		rep  worker.Report
+		want string
+	}{
+		{worker.Report{}, "zero Report"},
+		{worker.Succeed([]int{1}), "must be a JSON object"},
+		{worker.Succeed("done"), "must be a JSON object"},
+		{worker.Succeed(func() {}), "encode the result"},
+		{worker.Continue(make(chan int)), "encode the state"},
+		{worker.Succeed(nil).Wait(), "Wait is only for a continue report"},
+		{worker.Fail("x", "t", "").After(time.Second), "After is only for a continue report"},
+		{worker.Continue(nil).After(-time.Second), "not between 0 and 24h0m0s"},
+		{worker.Continue(nil).After(worker.MaxDelay + time.Millisecond), "not between 0 and 24h0m0s"},
+		{worker.Fail("Quota", "t", ""), "does not match"},
+		{worker.Fail("quota", "", ""), "title must have 1 to 200"},
+		{worker.Fail("quota", strings.Repeat("t", 201), ""), "title must have 1 to 200"},
+		{worker.Fail("quota", "t", strings.Repeat("d", 2001)), "detail must have at most 2000"},
+		{worker.ResultLost(strings.Repeat("d", 2001)), "detail must have at most 2000"},
+		{worker.Succeed(nil).WithProgress(worker.Progress{TotalSteps: -1}), "totalSteps -1"},
+		{worker.Succeed(nil).WithProgress(worker.Progress{Percent: new(100.01)}), "percent 100.01"},
+		{worker.Continue(nil).WithProgress(worker.Progress{Message: strings.Repeat("é", 201)}), "message must have at most 200"},
+	} {
+		h := worker.Handler(func(context.Context, worker.Step, any) (worker.Report, error) { return tc.rep, nil })
+		out, err := h(context.Background(), sample(t, "step-request-first"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || out != nil {
+			t.Errorf("want an error with %q, got %s %v", tc.want, out, err)
+		}
+		if _, err := json.Marshal(tc.rep); err == nil {
+			t.Errorf("%q: the report marshals", tc.want)
+		}
+	}
+	// A *Problem that breaks the protocol is no failed report either.
+	_, err := worker.Run(context.Background(), func(context.Context, worker.Step, any) (worker.Report, error) {
+		return worker.Report{}, &worker.Problem{Code: "bad code", Title: "t"}
+	}, worker.Request{Input: json.RawMessage(`{}`)})
+	if err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("a bad problem: %v", err)
+	}
+}
+
+// Handler answers exactly what Run reports, as JSON, for the sample requests.
+func TestHandlerRunsAStep(t *testing.T) {
+	h := worker.Handler(func(_ context.Context, s worker.Step, in struct {
+		Steps int `json:"steps"`
+	}) (worker.Report, error) {
+		var done struct{ Done int }
+		if _, err := s.State(&done); err != nil {
+			return worker.Report{}, err
+		}
+		if s.Number < in.Steps {
+			return worker.Continue(map[string]int{"done": s.Number}).After(time.Minute), nil
+		}
+		return worker.Succeed(map[string]int{"steps": in.Steps, "carried": done.Done}), nil
+	})
+	for name, want := range map[string]string{
+		"step-request-first": `{"status":"continue","state":{"done":1},"delaySeconds":60}`,
+		"step-request-later": `{"status":"succeeded","result":{"carried":2,"steps":3}}`,
+	} {
+		out, err := h(context.Background(), sample(t, name))
+		if err != nil || string(out) != want {
+			t.Errorf("%s: %s %v, want %s", name, out, err, want)
+		}
+	}
+	for _, payload := range []string{`not json`, `{"protocol":"longrun.step.v1"}`, `[]`} {
+		out, err := h(context.Background(), json.RawMessage(payload))
+		var rep worker.Report
+		if err != nil || json.Unmarshal(out, &rep) != nil || rep.Problem() == nil || rep.Problem().Code != worker.CodeInvalidRequest {
+			t.Errorf("%s: %s %v", payload, out, err)
+		}
+	}
+}
+
+// The context reaches the Func: a step that respects it ends when the invocation's time does.
+func TestTheContextReachesTheFunc(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := worker.Run(ctx, func(ctx context.Context, _ worker.Step, _ any) (worker.Report, error) {
+		select {
+		case <-ctx.Done():
+			return worker.Report{}, ctx.Err()
+		case <-time.After(5 * time.Second):
+			return worker.Succeed(nil), nil
+		}
+	}, worker.Request{Input: json.RawMessage(`{}`)})
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Fatalf("%v after %v", err, time.Since(start))
+	}
+}
+
+// Reports are values: a modified copy leaves the original alone, and what the accessors
+// return cannot change the report.
+func TestReportsAreValues(t *testing.T) {
+	percent := 10.0
+	base := worker.Continue(map[string]int{"page": 1})
+	withProgress := base.WithProgress(worker.Progress{TotalSteps: 4, Percent: &percent})
+	waiting := withProgress.Wait()
+	delayed := withProgress.After(90 * time.Second)
+	percent = 99 // the caller's variable is not the report's
+
+	if base.Progress() != nil || base.WaitsStepDelay() || withProgress.WaitsStepDelay() {
+		t.Fatal("a copy changed its original")
+	}
+	if p := withProgress.Progress(); p == nil || p.TotalSteps != 4 || *p.Percent != 10 {
+		t.Fatalf("progress %+v", p)
+	}
+	withProgress.Progress().TotalSteps = 9
+	*withProgress.Progress().Percent = 50
+	if p := withProgress.Progress(); p.TotalSteps != 4 || *p.Percent != 10 {
+		t.Fatalf("an accessor's result changed the report: %+v", p)
+	}
+	if d, ok := waiting.Delay(); ok || d != 0 || !waiting.WaitsStepDelay() {
+		t.Fatalf("waiting: %v %v %v", d, ok, waiting.WaitsStepDelay())
+	}
+	if d, ok := delayed.Delay(); !ok || d != 90*time.Second || delayed.WaitsStepDelay() {
+		t.Fatalf("delayed: %v %v", d, ok)
+	}
+	if string(base.State()) != `{"page":1}` || base.Result() != nil || base.Problem() != nil {
+		t.Fatalf("continue: %s %s %v", base.State(), base.Result(), base.Problem())
+	}
+
+	failed := worker.Fail("quota_exhausted", "No quota.", "")
+	failed.Problem().Code = "changed"
+	if failed.Problem().Code != "quota_exhausted" || failed.Status() != worker.StatusFailed || failed.State() != nil {
+		t.Fatalf("failed: %+v", failed.Problem())
+	}
+	if r := worker.Succeed(nil).Result(); string(r) != `{}` {
+		t.Fatalf("an empty result is %s", r)
+	}
+	if lost := worker.ResultLost("gone"); lost.Status() != worker.StatusOutcomeUnknown || lost.Problem().Code != worker.CodeResultLost || lost.Problem().Detail != "gone" {
+		t.Fatalf("lost: %+v", lost.Problem())
+	}
+}
+
+func TestProblemIsAnError(t *testing.T) {
+	var err error = &worker.Problem{Code: "quota_exhausted", Title: "No quota."}
+	if err.Error() != "quota_exhausted: No quota." {
+		t.Fatal(err)
+	}
+	err = &worker.Problem{Code: "quota_exhausted", Title: "No quota.", Detail: "50 of 50."}
+	if err.Error() != "quota_exhausted: No quota.: 50 of 50." {
+		t.Fatal(err)
+	}
+}
