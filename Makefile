@@ -63,9 +63,11 @@ $(DDB_DIR)/DynamoDBLocal.jar: | tools-check
 	@test -f $@ && echo "DynamoDB Local installed in $(DDB_DIR)"
 
 # The whole local stack: the API on http://127.0.0.1:8080/v1, the AWS edge on :4566.
+# TYPES=path/to/types.yaml serves those operation types (and runs their workers as the
+# file's local section says) instead of the built-in ones.
 run: deps ddb-install
 	$(GO) build -o $(CACHE)/bin/longrun-local ./cmd/longrun-local
-	$(CACHE)/bin/longrun-local $(RUNFLAGS)
+	$(CACHE)/bin/longrun-local $(if $(TYPES),-types $(TYPES)) $(RUNFLAGS)
 
 # Serve DynamoDB Local in the foreground (Ctrl-C stops it).
 ddb-run: deps ddb-install

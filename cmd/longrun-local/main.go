@@ -26,6 +26,7 @@ func main() {
 	quiet := flag.Bool("quiet", false, "do not print the functions' logs")
 	dynamoEndpoint := flag.String("dynamodb-endpoint", "", "use this DynamoDB (e.g. a DynamoDB Local started with -dbPath, to keep data across restarts) instead of starting DynamoDB Local; the table is created if missing")
 	conflicts := flag.Duration("dynamodb-conflicts", 0, "put DynamoDB's transaction conflicts in front of DynamoDB: each transaction holds its items this long to twice this long, and overlapping work is refused as on AWS (e.g. 10ms)")
+	types := flag.String("types", "", "serve the operation types of this definitions file (docs/operation-types.md), or of several separated by commas, instead of the built-in ones; each file's local section says how to run its workers")
 	flag.Parse()
 
 	tokens := apigateway.DefaultTokens()
@@ -37,7 +38,7 @@ func main() {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts := devstack.Options{APIAddr: *api, Tokens: tokens, Log: log, Output: os.Stderr, DynamoDBEndpoint: *dynamoEndpoint}
+	opts := devstack.Options{APIAddr: *api, Tokens: tokens, Log: log, Output: os.Stderr, DynamoDBEndpoint: *dynamoEndpoint, TypesFile: *types}
 	if *quiet {
 		opts.Output = nil
 	}

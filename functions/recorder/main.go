@@ -14,6 +14,6 @@ import (
 
 func main() {
 	fn := config.MustFunction()
-	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Now: time.Now, Log: fn.Log}
+	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log}
 	lambda.Start(r.Handle)
 }

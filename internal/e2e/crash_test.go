@@ -205,13 +205,18 @@ func TestExecutorReplacementLeaksNothing(t *testing.T) {
 // started" with the same reference, confirmed by DescribeExecution.
 func TestStepFunctionsAdapterAlreadyStarted(t *testing.T) {
 	exec := realExecutor()
-	name := "op_adapter" + strings.ReplaceAll(newKey(), "-", "")
 	ctx := context.Background()
-	ref, err := exec.Start(ctx, "demo-task", name, []byte(`{"operationId":"`+name+`","step":0}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := exec.Start(ctx, "demo-task", name, []byte(`{"operationId":"`+name+`","step":0}`))
+	// A real operation with long steps, started here rather than by the dispatcher, so its
+	// execution is still running when it is stopped.
+	var name, ref string
+	paused(t, func() {
+		name = alice(t).admit(`{"type":"demo.task","input":{"target":"e2e-adapter","steps":5,"sleepMs":2000}}`)
+		var err error
+		if ref, err = exec.Start(ctx, "demo-task", name, []byte(`{"operationId":"`+name+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	again, err := exec.Start(ctx, "demo-task", name, []byte(`{"operationId":"`+name+`"}`))
 	if !errors.Is(err, dispatch.ErrAlreadyStarted) || again != ref {
 		t.Fatalf("second start: %q %v (first %q)", again, err, ref)
 	}

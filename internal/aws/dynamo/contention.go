@@ -208,12 +208,14 @@ func quotaShare(limit, shards, i int) int {
 	return share
 }
 
-// pickShard draws a shard with a non-zero share that is not excluded; -1 when none is left.
-func (s *Store) pickShard(limit int, exclude map[int]bool) int {
+// pickShard draws a shard whose share can hold weight slots and that is not excluded; -1
+// when none is left. (An operation's slots are on one shard, so a type whose quota weight
+// exceeds every shard's share, limit / QuotaShards, is never admitted.)
+func (s *Store) pickShard(limit, weight int, exclude map[int]bool) int {
 	n := s.quotaShards()
 	var open []int
 	for i := range n {
-		if quotaShare(limit, n, i) > 0 && !exclude[i] {
+		if quotaShare(limit, n, i) >= weight && !exclude[i] {
 			open = append(open, i)
 		}
 	}
@@ -227,7 +229,9 @@ func (s *Store) pickShard(limit int, exclude map[int]bool) int {
 type quotaSlot struct {
 	who   string // "tenant" or "caller", for the 429's detail
 	limit int
-	pk    func(shard int) string
+	// weight is how many slots the operation takes (its type's quota weight, at least 1).
+	weight int
+	pk     func(shard int) string
 	// recordShard is where the accepted fact records the shard, so the terminal fact frees
 	// the counter it took.
 	recordShard func(*operation.Admission) *int
@@ -237,6 +241,10 @@ type quotaSlot struct {
 }
 
 func (q *quotaSlot) exceeded() error {
+	if q.weight > 1 {
+		return problem.New(problem.QuotaExceeded, "The %s's active operations fill its quota of %d slots; this type takes %d.", q.who, q.limit, q.weight).
+			WithRetryAfter(30 * time.Second)
+	}
 	return problem.New(problem.QuotaExceeded, "The %s has %d active operations, the most allowed.", q.who, q.limit).
 		WithRetryAfter(30 * time.Second)
 }
@@ -245,13 +253,17 @@ func (q *quotaSlot) exceeded() error {
 func (s *Store) quotaSlots(in admission.Intent) []*quotaSlot {
 	var slots []*quotaSlot
 	tenant, principal := in.Scope.Tenant, in.Scope.Principal
+	weight := 1
+	if a := in.First.Admission; a != nil && a.QuotaWeight > 1 {
+		weight = a.QuotaWeight
+	}
 	if in.QuotaLimit > 0 {
-		slots = append(slots, &quotaSlot{who: "tenant", limit: in.QuotaLimit, full: map[int]bool{},
+		slots = append(slots, &quotaSlot{who: "tenant", limit: in.QuotaLimit, weight: weight, full: map[int]bool{},
 			pk:          func(i int) string { return quotaPK(tenant, i) },
 			recordShard: func(a *operation.Admission) *int { return &a.QuotaShard }})
 	}
 	if in.PrincipalQuotaLimit > 0 {
-		slots = append(slots, &quotaSlot{who: "caller", limit: in.PrincipalQuotaLimit, full: map[int]bool{},
+		slots = append(slots, &quotaSlot{who: "caller", limit: in.PrincipalQuotaLimit, weight: weight, full: map[int]bool{},
 			pk:          func(i int) string { return principalQuotaPK(tenant, principal, i) },
 			recordShard: func(a *operation.Admission) *int { return &a.PrincipalQuotaShard }})
 	}
@@ -266,13 +278,13 @@ func (s *Store) moveFullSlots(ctx context.Context, slots []*quotaSlot, reasons [
 		if !reasonIs(reasons, q.item, "ConditionalCheckFailed") {
 			continue
 		}
-		full, err := s.fullShards(ctx, q.pk, q.limit)
+		full, err := s.fullShards(ctx, q)
 		if err != nil {
 			return false, err
 		}
 		q.full = full
 		q.full[q.shard] = true
-		if q.shard = s.pickShard(q.limit, q.full); q.shard < 0 {
+		if q.shard = s.pickShard(q.limit, q.weight, q.full); q.shard < 0 {
 			return false, q.exceeded()
 		}
 		moved = true
@@ -289,14 +301,14 @@ func (s *Store) moveBusySlots(ctx context.Context, slots []*quotaSlot, reasons [
 		if !reasonIs(reasons, q.item, "TransactionConflict") {
 			continue
 		}
-		full, err := s.fullShards(ctx, q.pk, q.limit)
+		full, err := s.fullShards(ctx, q)
 		if err != nil {
 			return err
 		}
 		q.full = full
 		busy := maps.Clone(full)
 		busy[q.shard] = true
-		if next := s.pickShard(q.limit, busy); next >= 0 {
+		if next := s.pickShard(q.limit, q.weight, busy); next >= 0 {
 			q.shard = next
 		} else if full[q.shard] {
 			return q.exceeded()
@@ -305,8 +317,9 @@ func (s *Store) moveBusySlots(ctx context.Context, slots []*quotaSlot, reasons [
 	return nil
 }
 
-// fullShards reads every counter of a quota (pk names them) and returns those without room.
-func (s *Store) fullShards(ctx context.Context, pk func(shard int) string, limit int) (map[int]bool, error) {
+// fullShards reads every counter of q's quota and returns those without room for its weight.
+func (s *Store) fullShards(ctx context.Context, q *quotaSlot) (map[int]bool, error) {
+	pk, limit := q.pk, q.limit
 	n := s.quotaShards()
 	keys := make([]map[string]types.AttributeValue, n)
 	for i := range n {
@@ -334,7 +347,7 @@ func (s *Store) fullShards(ctx context.Context, pk func(shard int) string, limit
 	}
 	full := map[int]bool{}
 	for i := range n {
-		if counts[pk(i)] >= quotaShare(limit, n, i) {
+		if counts[pk(i)]+max(q.weight, 1) > quotaShare(limit, n, i) {
 			full[i] = true
 		}
 	}

@@ -252,3 +252,61 @@ func TestCallerQuotaBesideTheTenantQuota(t *testing.T) {
 		t.Fatalf("alice after one of hers ended: %v", err)
 	}
 }
+
+// A type's quota weight takes that many slots of each quota, on one shard, and its terminal
+// fact frees as many: with 2 shards of 5 slots, three weight-3 operations fit (one per
+// shard, then none: 3+3 > 5), two weight-1 ones fill the gaps, and ending a weight-3 one
+// makes room for another. Racing, behind the conflict proxy.
+func TestQuotaWeightTakesAndFreesThatManySlots(t *testing.T) {
+	store, _ := newConflictStore(t)
+	store.QuotaShards = 2
+	ctx := context.Background()
+	weighted := func(i, weight int) admission.Intent {
+		in := intent(fmt.Sprintf("op_w%d", i), fmt.Sprintf("kw%d", i), fmt.Sprintf("demo:w%d", i))
+		in.QuotaLimit = 10
+		in.First.Admission.QuotaReserved = true
+		in.First.Admission.QuotaWeight = weight
+		return in
+	}
+	intents := make([]admission.Intent, 8)
+	for i := range intents {
+		intents[i] = weighted(i, 3)
+	}
+	_, errs := race(store, intents, 8)
+	var admitted []string
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			admitted = append(admitted, intents[i].Record.OperationID)
+		case problem.CodeOf(err) != problem.QuotaExceeded:
+			t.Fatalf("admission %d: %v", i, err)
+		}
+	}
+	if len(admitted) != 2 {
+		t.Fatalf("%d weight-3 operations admitted into 2 shards of 5, want 2", len(admitted))
+	}
+	for i := 10; i < 14; i++ { // each shard has room for 2 more slots: 4 weight-1 operations
+		if _, err := store.Admit(ctx, weighted(i, 1)); err != nil {
+			t.Fatalf("weight-1 admission %d: %v", i, err)
+		}
+	}
+	if _, err := store.Admit(ctx, weighted(20, 1)); problem.CodeOf(err) != problem.QuotaExceeded {
+		t.Fatalf("a full quota admitted: %v", err)
+	}
+	if _, err := store.Admit(ctx, weighted(21, 6)); problem.CodeOf(err) != problem.QuotaExceeded {
+		t.Fatalf("a weight above every shard's share was admitted: %v", err)
+	}
+	op, err := store.Load(ctx, admitted[0])
+	if err != nil || op.QuotaWeight != 3 {
+		t.Fatalf("the accepted fact keeps the weight: %v %+v", err, op.Admission)
+	}
+	if _, err := store.Append(ctx, op, operation.Fact{Kind: operation.KindCanceled, At: now, Source: operation.SourceClient}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Admit(ctx, weighted(22, 3)); err != nil {
+		t.Fatalf("the 3 freed slots were not reusable: %v", err)
+	}
+	if _, err := store.Admit(ctx, weighted(23, 1)); problem.CodeOf(err) != problem.QuotaExceeded {
+		t.Fatalf("more than the freed slots were reusable: %v", err)
+	}
+}

@@ -83,7 +83,7 @@ const (
 func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Record, error) {
 	slots := s.quotaSlots(in)
 	for _, q := range slots {
-		if q.shard = s.pickShard(q.limit, q.full); q.shard < 0 {
+		if q.shard = s.pickShard(q.limit, q.weight, q.full); q.shard < 0 {
 			return nil, q.exceeded()
 		}
 	}
@@ -263,10 +263,11 @@ func (s *Store) admitItems(in admission.Intent, slots []*quotaSlot) ([]types.Tra
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:           &s.Table,
 			Key:                 map[string]types.AttributeValue{attrPK: str(q.pk(q.shard)), attrSK: str(skQuota)},
-			UpdateExpression:    aws.String("ADD active :one"),
-			ConditionExpression: aws.String("attribute_not_exists(active) OR active < :share"),
+			UpdateExpression:    aws.String("ADD active :weight"),
+			ConditionExpression: aws.String("attribute_not_exists(active) OR active <= :room"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":one": num(1), ":share": num(int64(quotaShare(q.limit, s.quotaShards(), q.shard))),
+				":weight": num(int64(max(q.weight, 1))),
+				":room":   num(int64(quotaShare(q.limit, s.quotaShards(), q.shard) - max(q.weight, 1))),
 			},
 		}})
 	}
@@ -370,12 +371,13 @@ func (s *Store) release(op operation.Operation) []types.TransactWriteItem {
 		ConditionExpression:       aws.String("attribute_not_exists(pk) OR operation_id = :id"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(op.ID)},
 	}}}
+	weight := int64(max(op.QuotaWeight, 1))
 	free := func(pk string) {
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:                 &s.Table,
 			Key:                       map[string]types.AttributeValue{attrPK: str(pk), attrSK: str(skQuota)},
 			UpdateExpression:          aws.String("ADD active :minus"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": num(-1)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":minus": num(-weight)},
 		}})
 	}
 	if op.QuotaReserved {

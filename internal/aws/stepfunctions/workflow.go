@@ -103,3 +103,69 @@ func CancelBudget(stepTimeout time.Duration) time.Duration {
 	}
 	return max(work, step.MaxPause) + gate
 }
+
+// Path is the states an execution of the template enters when the recorder decides, in
+// turn, decisions ("work", "wait" or "done"; the last must be "done"): the Standard state
+// transitions it is billed for, retries aside. It follows the template itself (its Next
+// fields and the Route state's choices on the decision), so a change of the workflow's
+// shape changes the figures in docs/performance.md and the cost model with it.
+func Path(decisions ...string) ([]string, error) {
+	var asl struct {
+		StartAt string
+		States  map[string]struct {
+			Type    string
+			Next    string
+			Default string
+			Choices []struct {
+				Next string
+				And  []struct {
+					Variable     string
+					StringEquals *string
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(template), &asl); err != nil {
+		return nil, fmt.Errorf("stepfunctions: the template: %w", err)
+	}
+	var path []string
+	decision := ""
+	for name := asl.StartAt; ; {
+		st, ok := asl.States[name]
+		if !ok {
+			return nil, fmt.Errorf("stepfunctions: no state %q", name)
+		}
+		path = append(path, name)
+		switch {
+		case st.Type == "Succeed" || st.Type == "Fail":
+			if len(decisions) > 0 {
+				return path, fmt.Errorf("stepfunctions: the execution ended with decisions %v left", decisions)
+			}
+			return path, nil
+		case st.Type == "Choice":
+			next := st.Default
+			for _, c := range st.Choices {
+				for _, rule := range c.And {
+					if rule.StringEquals != nil && *rule.StringEquals == decision {
+						next = c.Next
+					}
+				}
+				if next != st.Default {
+					break
+				}
+			}
+			name = next
+		case name == "Gate": // the recorder: it answers the next decision
+			if len(decisions) == 0 {
+				return path, fmt.Errorf("stepfunctions: the recorder was called with no decision left")
+			}
+			decision, decisions = decisions[0], decisions[1:]
+			name = st.Next
+		default:
+			name = st.Next
+		}
+		if len(path) > 10000 {
+			return path, fmt.Errorf("stepfunctions: the path does not end")
+		}
+	}
+}

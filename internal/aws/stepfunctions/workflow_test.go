@@ -126,3 +126,45 @@ func TestCancelLeaseOutlastsTheWorkflow(t *testing.T) {
 		t.Fatal("the Work state's timeout comes from the data: without one there is no budget")
 	}
 }
+
+// The figures of docs/performance.md ("State transitions and invocations"): a step is three
+// transitions (Gate, Route, Work) and two invocations (recorder, worker); the end is three
+// more (Gate, Route, Done) and one invocation; a wait adds Pause, Gate and Route and one
+// recorder invocation.
+func TestPathFigures(t *testing.T) {
+	count := func(steps, waits int) (transitions, invocations int) {
+		var decisions []string
+		for i := range steps {
+			if i > 0 && i <= waits {
+				decisions = append(decisions, "wait")
+			}
+			decisions = append(decisions, "work")
+		}
+		path, err := Path(append(decisions, "done")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range path {
+			if s == "Gate" || s == "Work" {
+				invocations++
+			}
+		}
+		return len(path), invocations
+	}
+	for _, tc := range []struct{ steps, waits, transitions, invocations int }{
+		{1, 0, 6, 3},
+		{5, 0, 18, 11},
+		{3, 1, 15, 8},
+		{20, 0, 63, 41},
+	} {
+		if tr, inv := count(tc.steps, tc.waits); tr != tc.transitions || inv != tc.invocations {
+			t.Errorf("%d steps, %d waits: %d transitions, %d invocations; want %d and %d", tc.steps, tc.waits, tr, inv, tc.transitions, tc.invocations)
+		}
+	}
+	if p, err := Path("done"); err != nil || strings.Join(p, " ") != "Gate Route Done" {
+		t.Fatalf("settled before the first step: %v %v", p, err)
+	}
+	if _, err := Path("work"); err == nil {
+		t.Fatal("a path without an end must be an error")
+	}
+}

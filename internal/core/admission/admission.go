@@ -163,7 +163,8 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 		First: operation.Fact{Version: 1, Kind: operation.KindAccepted, At: now, Source: operation.SourceAdmission,
 			Actor: req.Scope.Principal, Admission: &operation.Admission{Type: typ.Name, TypeVersion: typ.Version,
 				Target: target, Tenant: req.Scope.Tenant, Principal: req.Scope.Principal, Input: input,
-				QuotaReserved: s.Quota > 0, PrincipalQuotaReserved: s.PrincipalQuota > 0, Deadline: now.Add(typ.Deadline)}}}
+				QuotaReserved: s.Quota > 0, PrincipalQuotaReserved: s.PrincipalQuota > 0, Deadline: now.Add(typ.Deadline),
+				QuotaWeight: quotaWeight(typ)}}}
 
 	existing, err := s.Store.Admit(ctx, in)
 	switch {
@@ -180,6 +181,15 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 	default:
 		return Outcome{Record: *existing, Replayed: true}, nil
 	}
+}
+
+// quotaWeight is the slots an operation of typ takes, as the accepted fact records it: left
+// out (0) for the usual 1.
+func quotaWeight(typ optype.Type) int {
+	if typ.QuotaWeight > 1 {
+		return typ.QuotaWeight
+	}
+	return 0
 }
 
 // window is how long the idempotency record answers replays: the type's retention when its

@@ -90,6 +90,9 @@ type Admission struct {
 	// starts, and the reconciler settles work that is still running. Zero in histories
 	// written before types had deadlines: Leases.Deadline applies to those.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// QuotaWeight is how many slots of each quota the operation holds (its type's quota
+	// weight when it was admitted; 0 means 1), so the terminal fact frees as many.
+	QuotaWeight int `json:"quotaWeight,omitempty"`
 }
 
 // Progress is how far the work has come: CompletedSteps is counted by longrun from the

@@ -129,6 +129,7 @@ func TestLoadErrors(t *testing.T) {
 		{"schema root not an object type", edit(t, "      type: object\n      required: [id, n", "      type: array\n      required: [id, n"), []string{typ + "input: the root must declare type: object"}},
 		{"schema root without type", edit(t, "      type: object\n      required: [id, n", "      required: [id, n"), []string{typ + "input: the root must declare type: object"}},
 		{"schema not a mapping", edit(t, "    input:\n", "    input: [1]\n    x-input:\n"), []string{typ + "input: must be a JSON Schema object"}},
+		{"schema unknown format", edit(t, "id: {type: string}", "id: {type: string, format: dat}"), []string{typ + `input: format "dat" at /properties/id is not one longrun checks`, "(line 14)"}},
 		{"schema unknown keyword", edit(t, "id: {type: string}", "id: {type: string, maxLenght: 3}"), []string{typ + `input: unknown keyword "maxLenght" at /properties/id`, "(line 14)"}},
 		{"schema old keyword", edit(t, "      required: [id, n", "      definitions: {}\n      required: [id, n"), []string{typ + `input: "definitions" at the root is not a JSON Schema 2020-12 keyword; use $defs`}},
 		{"schema other draft", edit(t, "      type: object\n      required: [id, n", "      $schema: http://json-schema.org/draft-07/schema#\n      type: object\n      required: [id, n"), []string{typ + "input: $schema must be https://json-schema.org/draft/2020-12/schema"}},

@@ -143,6 +143,12 @@ var (
 	keywordReplacementHint = map[string]string{"definitions": "$defs", "dependencies": "dependentRequired or dependentSchemas", "additionalItems": "items", "$recursiveRef": "$dynamicRef", "$recursiveAnchor": "$dynamicAnchor"}
 )
 
+// assertedFormats are the formats the schema library checks (santhosh-tekuri/jsonschema v6,
+// formats.go); a schema may name only these.
+var assertedFormats = []string{"date", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "iri",
+	"iri-reference", "json-pointer", "period", "relative-json-pointer", "semver", "time", "uri", "uri-reference",
+	"uri-template", "uuid"}
+
 // unknownKeywords reports keys of schema objects that are no 2020-12 keyword, at every place
 // a subschema may sit.
 func unknownKeywords(n *yaml.Node, at string, depth int) []lineError {
@@ -159,6 +165,9 @@ func unknownKeywords(n *yaml.Node, at string, depth int) []lineError {
 		k, v := deref(n.Content[i]), deref(n.Content[i+1])
 		key := k.Value
 		switch {
+		case key == "format" && v.Kind == yaml.ScalarNode && !slices.Contains(assertedFormats, v.Value):
+			// The library ignores a format it does not know, so a typo would check nothing.
+			errs = append(errs, lineError{v.Line, fmt.Sprintf("format %q at %s is not one longrun checks (%s)", v.Value, where, strings.Join(assertedFormats, ", "))})
 		case slices.Contains(schemaKeywords, key), strings.HasPrefix(key, "x-"):
 		case slices.Contains(subschemaKeywords, key):
 			errs = append(errs, unknownKeywords(v, at+"/"+escapeToken(key), depth+1)...)

@@ -10,7 +10,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -74,7 +78,9 @@ type Problem struct {
 // that a cancel or a deadline during it is seen within it.
 const MaxPause = 5 * time.Minute
 
-// Limits of a report (api/worker/step-report.schema.json says the same).
+// Limits of a report (api/worker/step-report.schema.json and docs/worker-protocol.md say the
+// same). State and result are measured as compact JSON, which the schema cannot check; the
+// lengths of strings are counted in characters (Unicode code points), as JSON Schema counts.
 const (
 	MaxStateBytes   = 32 << 10
 	MaxResultBytes  = 64 << 10
@@ -89,77 +95,334 @@ var codePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 // ErrInvalidReport means a worker's answer is not a report of this protocol.
 var ErrInvalidReport = errors.New("invalid step report")
 
-// ParseReport reads and checks a report. Members a status does not allow, unknown members
-// and values out of range are refused, so that a worker's mistake is seen, not guessed at.
+// allowed is the members each status allows (the schema's additionalProperties: false).
+var allowed = map[Status][]string{
+	Continue:       {"status", "state", "progress", "delaySeconds", "wait"},
+	Succeeded:      {"status", "result", "progress"},
+	Failed:         {"status", "problem", "progress"},
+	OutcomeUnknown: {"status", "problem", "progress"},
+}
+
+// ParseReport reads and checks a report exactly as api/worker/step-report.schema.json does,
+// and holds it to the size limits the schema cannot say: a member a status does not allow
+// (whatever its value, null too), an unknown or wrongly cased member, a value of the wrong
+// JSON type and a value out of range are refused, so that a worker's mistake is seen, not
+// guessed at. Numbers are read exactly, as JSON Schema reads them: 30.0 is the integer 30,
+// and 100.00000000000000001 is more than 100.
+//
+// In the Report, State and Result are compact JSON; a state of null is no state (nil), and
+// an absent result is nil. A totalSteps too big for an int is math.MaxInt.
 func ParseReport(raw []byte) (Report, error) {
-	var r Report
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Report{}, fmt.Errorf("%w: %v", ErrInvalidReport, err)
-	}
-	if dec.More() {
-		return Report{}, fmt.Errorf("%w: more than one JSON value", ErrInvalidReport)
-	}
-	if err := r.check(); err != nil {
+	r, err := parseReport(raw)
+	if err != nil {
 		return Report{}, fmt.Errorf("%w: %v", ErrInvalidReport, err)
 	}
 	return r, nil
 }
 
-func (r Report) check() error {
-	present := func(m json.RawMessage) bool { return len(m) > 0 && string(m) != "null" }
-	if p := r.Progress; p != nil {
-		switch {
-		case p.TotalSteps < 0:
-			return errors.New("progress.totalSteps must be at least 1")
-		case p.Percent != nil && (*p.Percent < 0 || *p.Percent > 100):
-			return errors.New("progress.percent must be from 0 to 100")
-		case utf8.RuneCountInString(p.Message) > maxMessage:
-			return fmt.Errorf("progress.message must be at most %d characters", maxMessage)
+func parseReport(raw []byte) (Report, error) {
+	m, err := object(raw, "a report")
+	if err != nil {
+		return Report{}, err
+	}
+	rawStatus, ok := m["status"]
+	if !ok {
+		return Report{}, errors.New("status is missing")
+	}
+	status, err := str(rawStatus, "status")
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Status: Status(status)}
+	names, ok := allowed[r.Status]
+	if !ok {
+		return Report{}, fmt.Errorf("status %q is not one of continue, succeeded, failed, outcome_unknown", status)
+	}
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(names, k) {
+			return Report{}, fmt.Errorf("%q is not a member of a %s report", k, r.Status)
+		}
+		v := m[k]
+		switch k {
+		case "state":
+			state, err := compact(v, "state")
+			if err != nil {
+				return Report{}, err
+			}
+			if len(state) > MaxStateBytes {
+				return Report{}, fmt.Errorf("state takes %d bytes as compact JSON, more than %d", len(state), MaxStateBytes)
+			}
+			if string(state) != "null" { // null is no state
+				r.State = state
+			}
+		case "delaySeconds":
+			d, err := parseNumber(v, "delaySeconds")
+			if err != nil {
+				return Report{}, err
+			}
+			if !d.integer() || d.cmp(0) < 0 || d.cmp(MaxDelaySeconds) > 0 {
+				return Report{}, fmt.Errorf("delaySeconds %s is not an integer from 0 to %d", v, MaxDelaySeconds)
+			}
+			secs := d.int()
+			r.DelaySeconds = &secs
+		case "wait":
+			switch string(v) {
+			case "true":
+				r.Wait = true
+			case "false":
+			default:
+				return Report{}, fmt.Errorf("wait must be true or false, not %.40s", v)
+			}
+		case "result":
+			if _, err := object(v, "result"); err != nil {
+				return Report{}, err
+			}
+			result, err := compact(v, "result")
+			if err != nil {
+				return Report{}, err
+			}
+			if len(result) > MaxResultBytes {
+				return Report{}, fmt.Errorf("result takes %d bytes as compact JSON, more than %d", len(result), MaxResultBytes)
+			}
+			r.Result = result
+		case "problem":
+			if r.Problem, err = parseProblem(v); err != nil {
+				return Report{}, err
+			}
+		case "progress":
+			if r.Progress, err = parseProgress(v); err != nil {
+				return Report{}, err
+			}
 		}
 	}
-	if r.Status != Continue && (present(r.State) || r.Wait || r.DelaySeconds != nil) {
-		return fmt.Errorf("state, wait and delaySeconds belong to status continue, not %q", r.Status)
+	if r.Status == Failed && r.Problem == nil {
+		return Report{}, errors.New("status failed needs a problem")
 	}
-	if r.Status != Succeeded && present(r.Result) {
-		return fmt.Errorf("result belongs to status succeeded, not %q", r.Status)
+	return r, nil
+}
+
+func parseProblem(raw json.RawMessage) (*Problem, error) {
+	m, err := object(raw, "problem")
+	if err != nil {
+		return nil, err
 	}
-	if r.Status != Failed && r.Status != OutcomeUnknown && r.Problem != nil {
-		return fmt.Errorf("problem belongs to status failed or outcome_unknown, not %q", r.Status)
-	}
-	switch r.Status {
-	case Continue:
-		if len(r.State) > MaxStateBytes {
-			return fmt.Errorf("state must be at most %d bytes", MaxStateBytes)
+	var p Problem
+	for _, k := range sortedKeys(m) {
+		var dst *string
+		switch k {
+		case "code":
+			dst = &p.Code
+		case "title":
+			dst = &p.Title
+		case "detail":
+			dst = &p.Detail
+		default:
+			return nil, fmt.Errorf("%q is not a member of problem", k)
 		}
-		if d := r.DelaySeconds; d != nil && (*d < 0 || *d > MaxDelaySeconds) {
-			return fmt.Errorf("delaySeconds must be from 0 to %d", MaxDelaySeconds)
-		}
-	case Succeeded:
-		if len(r.Result) > MaxResultBytes {
-			return fmt.Errorf("result must be at most %d bytes", MaxResultBytes)
-		}
-		if present(r.Result) && r.Result[0] != '{' {
-			return errors.New("result must be a JSON object")
-		}
-	case Failed:
-		if r.Problem == nil {
-			return errors.New("status failed needs a problem")
-		}
-	case OutcomeUnknown:
-	default:
-		return fmt.Errorf("status %q is not one of continue, succeeded, failed, outcome_unknown", r.Status)
-	}
-	if p := r.Problem; p != nil {
-		switch {
-		case !codePattern.MatchString(p.Code):
-			return fmt.Errorf("problem.code %q must match %s", p.Code, codePattern)
-		case p.Title == "" || utf8.RuneCountInString(p.Title) > maxTitle:
-			return fmt.Errorf("problem.title must be 1 to %d characters", maxTitle)
-		case utf8.RuneCountInString(p.Detail) > maxDetail:
-			return fmt.Errorf("problem.detail must be at most %d characters", maxDetail)
+		if *dst, err = str(m[k], "problem."+k); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	for _, k := range []string{"code", "title"} {
+		if _, ok := m[k]; !ok {
+			return nil, fmt.Errorf("problem.%s is missing", k)
+		}
+	}
+	switch {
+	case !codePattern.MatchString(p.Code):
+		return nil, fmt.Errorf("problem.code %q must match %s", p.Code, codePattern)
+	case p.Title == "" || utf8.RuneCountInString(p.Title) > maxTitle:
+		return nil, fmt.Errorf("problem.title must be 1 to %d characters", maxTitle)
+	case utf8.RuneCountInString(p.Detail) > maxDetail:
+		return nil, fmt.Errorf("problem.detail must be at most %d characters", maxDetail)
+	}
+	return &p, nil
+}
+
+func parseProgress(raw json.RawMessage) (*Progress, error) {
+	m, err := object(raw, "progress")
+	if err != nil {
+		return nil, err
+	}
+	var p Progress
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		switch k {
+		case "totalSteps":
+			n, err := parseNumber(v, "progress.totalSteps")
+			if err != nil {
+				return nil, err
+			}
+			if !n.integer() || n.cmp(1) < 0 {
+				return nil, fmt.Errorf("progress.totalSteps %s is not an integer of at least 1", v)
+			}
+			p.TotalSteps = n.int()
+		case "percent":
+			n, err := parseNumber(v, "progress.percent")
+			if err != nil {
+				return nil, err
+			}
+			if n.cmp(0) < 0 || n.cmp(100) > 0 {
+				return nil, fmt.Errorf("progress.percent %s is not from 0 to 100", v)
+			}
+			// In range, so neither infinite nor negative; a value too small for a float64 is 0.
+			f, _ := strconv.ParseFloat(string(v), 64)
+			f = math.Abs(f) // -0 is 0
+			p.Percent = &f
+		case "message":
+			if p.Message, err = str(v, "progress.message"); err != nil {
+				return nil, err
+			}
+			if utf8.RuneCountInString(p.Message) > maxMessage {
+				return nil, fmt.Errorf("progress.message must be at most %d characters", maxMessage)
+			}
+		default:
+			return nil, fmt.Errorf("%q is not a member of progress", k)
+		}
+	}
+	return &p, nil
+}
+
+// object decodes a JSON object into its members, matched by their exact names. It refuses
+// any other JSON value, and anything after the object but JSON whitespace.
+func object(raw []byte, what string) (map[string]json.RawMessage, error) {
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return nil, fmt.Errorf("%s must be a JSON object", what)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s: %v", what, err)
+	}
+	return m, nil
+}
+
+// str decodes a member that must be a JSON string (not null).
+func str(raw json.RawMessage, member string) (string, error) {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", fmt.Errorf("%s must be a string, not %.40s", member, raw)
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%s: %v", member, err)
+	}
+	return s, nil
+}
+
+func compact(raw json.RawMessage, member string) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("%s: %v", member, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// decimal is a JSON number read exactly, as JSON Schema compares numbers: the value is
+// ±digits×10^exp, digits without leading or trailing zeros ("" for zero), so 30, 30.0, 3e1
+// and 300e-1 are the same decimal.
+type decimal struct {
+	neg    bool
+	digits string
+	exp    int64
+}
+
+var numberSyntax = regexp.MustCompile(`^(-?)(0|[1-9][0-9]*)(?:\.([0-9]+))?(?:[eE]([+-]?)([0-9]+))?$`)
+
+// maxExp bounds the exponents of a decimal: a JSON number whose exponent is beyond it is
+// far out of every range a report has, and is taken as being at this bound.
+const maxExp = 1 << 40
+
+// parseNumber reads a member that must be a JSON number.
+func parseNumber(raw json.RawMessage, member string) (decimal, error) {
+	g := numberSyntax.FindSubmatch(raw)
+	if g == nil {
+		return decimal{}, fmt.Errorf("%s must be a number, not %.40s", member, raw)
+	}
+	var exp int64
+	for _, c := range bytes.TrimLeft(g[5], "0") {
+		if exp = exp*10 + int64(c-'0'); exp > maxExp {
+			exp = maxExp
+			break
+		}
+	}
+	if string(g[4]) == "-" {
+		exp = -exp
+	}
+	digits := string(g[2]) + string(g[3])
+	exp -= int64(len(g[3]))
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	trimmed = strings.TrimLeft(trimmed, "0")
+	if trimmed == "" {
+		return decimal{}, nil // zero, -0 too
+	}
+	return decimal{neg: len(g[1]) > 0, digits: trimmed, exp: exp}, nil
+}
+
+func (d decimal) integer() bool { return d.digits == "" || d.exp >= 0 }
+
+// magnitude is the number of digits of d's integer part: 10^(magnitude-1) <= |d| < 10^magnitude.
+func (d decimal) magnitude() int64 { return int64(len(d.digits)) + d.exp }
+
+// cmp compares d with n: -1 when d < n, 0 when they are equal, +1 when d > n.
+func (d decimal) cmp(n uint64) int {
+	switch {
+	case d.digits == "" && n == 0:
+		return 0
+	case d.digits == "":
+		return -1
+	case d.neg:
+		return -1
+	case n == 0:
+		return 1
+	}
+	e, _ := parseNumber(json.RawMessage(strconv.FormatUint(n, 10)), "")
+	if c := cmpInt64(d.magnitude(), e.magnitude()); c != 0 {
+		return c
+	}
+	// The same magnitude: compare digit by digit; of two that agree as far as the shorter
+	// goes, the longer is more (its last digit is not zero).
+	l := min(len(d.digits), len(e.digits))
+	if c := strings.Compare(d.digits[:l], e.digits[:l]); c != 0 {
+		return c
+	}
+	return cmpInt64(int64(len(d.digits)), int64(len(e.digits)))
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// int is an integer decimal as an int, saturated at math.MaxInt and math.MinInt.
+func (d decimal) int() int {
+	if d.digits == "" {
+		return 0
+	}
+	if d.magnitude() <= 19 {
+		s := d.digits + strings.Repeat("0", int(d.exp))
+		if d.neg {
+			s = "-" + s
+		}
+		if n, err := strconv.ParseInt(s, 10, 0); err == nil {
+			return int(n)
+		}
+	}
+	if d.neg {
+		return math.MinInt
+	}
+	return math.MaxInt
 }

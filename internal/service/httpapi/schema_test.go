@@ -88,3 +88,21 @@ func TestSchemaValidationIs400WithPointersAndWritesNothing(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 }
+
+// A type's quotaWeight reaches the store: with a quota of 5 slots on one counter, one
+// operation of weight 3 fits and a second is 429 quota_exceeded.
+func TestQuotaWeightFromTheDefinition(t *testing.T) {
+	weighted := strings.Replace(schemaTypes, "    maxSteps: 10\n", "    maxSteps: 10\n    quotaWeight: 3\n", 1)
+	e := newEnv(t, withTypes(t, weighted), withQuota(5), func(e *env) { e.store.QuotaShards = 1 })
+	body := func(env string) string {
+		return `{"type":"provision.environment","input":{"project":"shop","environment":"` + env + `","template":"small"}}`
+	}
+	if r := e.admit("k-w1", body("a")); r.status != 202 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	r := e.admit("k-w2", body("b"))
+	wantProblem(t, r, 429, "quota_exceeded")
+	if !strings.Contains(r.json["detail"].(string), "takes 3") {
+		t.Fatalf("%s", r.body)
+	}
+}

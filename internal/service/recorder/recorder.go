@@ -90,8 +90,10 @@ func (in Input) ran() *step.Request {
 type Recorder struct {
 	Store    facts.Store
 	Registry *optype.Registry
-	Now      func() time.Time
-	Log      *slog.Logger
+	// Leases give the deadline of operations admitted before types had one (Deadline).
+	Leases operation.Leases
+	Now    func() time.Time
+	Log    *slog.Logger
 }
 
 // errorPayload is how an emulator hands back a function error as the task's result.
@@ -323,16 +325,14 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 		return stop(operation.KindFailed, "unsupported_operation_type", "Operation type no longer defined",
 			fmt.Sprintf("The type %s is no longer defined here, so its work cannot go on: %s.", op.Type, ran()))
 	}
-	deadline := op.Deadline
-	if deadline.IsZero() {
-		deadline = op.CreatedAt.Add(typ.Deadline)
-	}
+	deadline := op.DeadlineAt(r.Leases) // fixed at admission; the lease for older histories
+	allowed := deadline.Sub(op.CreatedAt)
 	switch {
 	case op.CancelRequested:
 		return stop(operation.KindCanceled, "", "", "")
 	case !now.Before(deadline):
 		return stop(operation.KindFailed, "deadline_exceeded", "Deadline exceeded",
-			fmt.Sprintf("The operation did not finish within its deadline of %s: %s.", typ.Deadline, ran()))
+			fmt.Sprintf("The operation did not finish within its deadline of %s: %s.", allowed, ran()))
 	case completed >= typ.MaxSteps:
 		return stop(operation.KindFailed, "max_steps_exceeded", "Too many steps",
 			fmt.Sprintf("The worker asked to continue after step %d, but the type allows at most %d steps.", completed, typ.MaxSteps))
@@ -357,7 +357,7 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 		if !resumeAt.Before(deadline) {
 			return stop(operation.KindFailed, "deadline_exceeded", "Deadline exceeded",
 				fmt.Sprintf("The worker asked to wait until %s before step %d, past the operation's deadline of %s: %s.",
-					operation.FormatTime(resumeAt), req.Step, typ.Deadline, ran()))
+					operation.FormatTime(resumeAt), req.Step, allowed, ran()))
 		}
 		d.Next, d.ResumeAt = NextWait, operation.FormatTime(resumeAt)
 		d.WaitSeconds = int(min(wait, step.MaxPause).Round(time.Second) / time.Second)

@@ -1,0 +1,511 @@
+package step_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/longrun-dev/longrun/internal/core/step"
+)
+
+// The protocol's files, relative to this package.
+var (
+	schemaDir = filepath.Join("..", "..", "..", "api", "worker")
+	sampleDir = filepath.Join("..", "..", "..", "events", "samples", "worker")
+)
+
+// schema compiles api/worker/<name>.schema.json (JSON Schema 2020-12) under its $id,
+// asserting formats.
+func schema(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	f, err := os.Open(filepath.Join(schemaDir, name+".schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "https://longrun.dev/schemas/worker/" + name + ".json"
+	if m, _ := doc.(map[string]any); m["$id"] != id || m["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
+		t.Fatalf("%s: $id %v, $schema %v", name, m["$id"], m["$schema"])
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource(id, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile(id)
+	if err != nil {
+		t.Fatalf("compile %s: %v", name, err)
+	}
+	return s
+}
+
+// validate reports whether the schema accepts doc; a doc that is not one JSON value is not
+// accepted either.
+func validate(s *jsonschema.Schema, doc []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return err
+	}
+	return s.Validate(v)
+}
+
+func intp(n int) *int              { return &n }
+func floatp(f float64) *float64    { return &f }
+func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+// reportCase is a document and what it is: valid reports with the Report ParseReport must
+// read from them.
+type reportCase struct {
+	doc   string
+	valid bool
+	want  step.Report
+}
+
+func ok(doc string, want step.Report) reportCase {
+	return reportCase{doc: doc, valid: true, want: want}
+}
+func bad(doc string) reportCase { return reportCase{doc: doc} }
+
+func reportCases() []reportCase {
+	str := func(n int, r string) string { return strings.Repeat(r, n) }
+	cont := func(r step.Report) step.Report { r.Status = step.Continue; return r }
+	problem := func(code, title, detail string) *step.Problem {
+		return &step.Problem{Code: code, Title: title, Detail: detail}
+	}
+	return []reportCase{
+		// continue
+		ok(`{"status":"continue"}`, step.Report{Status: step.Continue}),
+		ok(`{"status":"continue","state":null}`, step.Report{Status: step.Continue}), // null is no state
+		ok(`{"status":"continue","state":[1,"two",{"three":3}],"wait":true,"delaySeconds":0}`,
+			cont(step.Report{State: raw(`[1,"two",{"three":3}]`), Wait: true, DelaySeconds: intp(0)})),
+		ok(`{"status":"continue","state": { "a" : [ 1, 2 ] ,
+			"b" : "x y" } }`, cont(step.Report{State: raw(`{"a":[1,2],"b":"x y"}`)})),
+		ok(`{"status":"continue","state":"cursor"}`, cont(step.Report{State: raw(`"cursor"`)})),
+		ok(`{"status":"continue","state":false}`, cont(step.Report{State: raw(`false`)})),
+		ok(`{"status":"continue","state":0}`, cont(step.Report{State: raw(`0`)})),
+		ok(`{"status":"continue","delaySeconds":86400}`, cont(step.Report{DelaySeconds: intp(86400)})),
+		ok(`{"status":"continue","delaySeconds":30.0}`, cont(step.Report{DelaySeconds: intp(30)})),
+		ok(`{"status":"continue","delaySeconds":3e1}`, cont(step.Report{DelaySeconds: intp(30)})),
+		ok(`{"status":"continue","delaySeconds":300E-1}`, cont(step.Report{DelaySeconds: intp(30)})),
+		ok(`{"status":"continue","delaySeconds":8.64e+4}`, cont(step.Report{DelaySeconds: intp(86400)})),
+		ok(`{"status":"continue","delaySeconds":86400.000}`, cont(step.Report{DelaySeconds: intp(86400)})),
+		ok(`{"status":"continue","delaySeconds":-0}`, cont(step.Report{DelaySeconds: intp(0)})),
+		ok(`{"status":"continue","wait":false}`, step.Report{Status: step.Continue}),
+		ok(`{"status":"continue","delaySeconds":420,"wait":true}`, cont(step.Report{DelaySeconds: intp(420), Wait: true})),
+		ok(`{"status":"continue","progress":{"totalSteps":1,"percent":0,"message":"`+str(200, "é")+`"}}`,
+			cont(step.Report{Progress: &step.Progress{TotalSteps: 1, Percent: floatp(0), Message: str(200, "é")}})),
+		ok(`{"status":"continue","progress":{"message":"`+str(200, `\ud83d\ude00`)+`"}}`, // 200 characters, 400 UTF-16 units
+			cont(step.Report{Progress: &step.Progress{Message: str(200, "😀")}})),
+		ok(`{"status":"continue","progress":{"totalSteps":2.0,"percent":100.0}}`,
+			cont(step.Report{Progress: &step.Progress{TotalSteps: 2, Percent: floatp(100)}})),
+		ok(`{"status":"continue","progress":{"totalSteps":0.5e1,"percent":33.5,"message":""}}`,
+			cont(step.Report{Progress: &step.Progress{TotalSteps: 5, Percent: floatp(33.5)}})),
+		ok(`{"status":"continue","progress":{"percent":-0.0}}`, cont(step.Report{Progress: &step.Progress{Percent: floatp(0)}})),
+		ok(`{"status":"continue","progress":{"percent":1e-400}}`, cont(step.Report{Progress: &step.Progress{Percent: floatp(0)}})),
+		ok(`{"status":"continue","progress":{"totalSteps":1e400}}`, cont(step.Report{Progress: &step.Progress{TotalSteps: math.MaxInt}})),
+		ok(`{"status":"continue","progress":{}}`, cont(step.Report{Progress: &step.Progress{}})),
+		ok(`{"st\u0061tus":"contin\u0075e"}`, step.Report{Status: step.Continue}),
+		ok(" \r\n\t{\"status\":\"continue\"} \n", step.Report{Status: step.Continue}),
+		// succeeded
+		ok(`{"status":"succeeded"}`, step.Report{Status: step.Succeeded}),
+		ok(`{"status":"succeeded","result":{},"progress":{"percent":100}}`,
+			step.Report{Status: step.Succeeded, Result: raw(`{}`), Progress: &step.Progress{Percent: floatp(100)}}),
+		ok(`{"status":"succeeded","result": { "rows" : 3, "ids": [ "a" ] } }`,
+			step.Report{Status: step.Succeeded, Result: raw(`{"rows":3,"ids":["a"]}`)}),
+		ok(`{"status":"succeeded","result":null,"result":{"a":1}}`, // the last of duplicate members counts
+			step.Report{Status: step.Succeeded, Result: raw(`{"a":1}`)}),
+		// failed
+		ok(`{"status":"failed","problem":{"code":"a","title":"t"}}`, step.Report{Status: step.Failed, Problem: problem("a", "t", "")}),
+		ok(`{"status":"failed","problem":{"code":"a`+str(63, "_")+`","title":"`+str(200, "t")+`","detail":"`+str(2000, "d")+`"}}`,
+			step.Report{Status: step.Failed, Problem: problem("a"+str(63, "_"), str(200, "t"), str(2000, "d"))}),
+		ok(`{"status":"failed","problem":{"code":"quota_exhausted2","title":"`+str(200, "é")+`","detail":""},"progress":{"message":"m"}}`,
+			step.Report{Status: step.Failed, Problem: problem("quota_exhausted2", str(200, "é"), ""), Progress: &step.Progress{Message: "m"}}),
+		// outcome_unknown
+		ok(`{"status":"outcome_unknown"}`, step.Report{Status: step.OutcomeUnknown}),
+		ok(`{"status":"outcome_unknown","problem":{"code":"result_lost","title":"t"},"progress":{}}`,
+			step.Report{Status: step.OutcomeUnknown, Problem: problem("result_lost", "t", ""), Progress: &step.Progress{}}),
+		ok(`{"status":"failed","status":"outcome_unknown"}`, step.Report{Status: step.OutcomeUnknown}),
+
+		// not a report at all
+		bad(``), bad(`null`), bad(`[]`), bad(`"continue"`), bad(`{}`), bad(`1`),
+		bad(`{"status":"continue"} x`),
+		bad(`{"status":"continue"}}`),
+		bad(`{"status":"continue"}{"status":"continue"}`),
+		bad(`{"status":"continue",}`),
+		bad("\v{\"status\":\"continue\"}"),
+		// status
+		bad(`{"status":"done"}`),
+		bad(`{"status":null}`),
+		bad(`{"status":1}`),
+		bad(`{"status":"Continue"}`),
+		bad(`{"status":"succeeded ","result":{}}`),
+		// member names are exact, at every level
+		bad(`{"Status":"continue"}`),
+		bad(`{"status":"continue","Status":"continue"}`),
+		bad(`{"status":"continue","State":{}}`),
+		bad(`{"status":"continue","delayseconds":1}`),
+		bad(`{"status":"continue","WAIT":true}`),
+		bad(`{"status":"succeeded","Result":{}}`),
+		bad(`{"status":"continue","extra":1}`),
+		bad(`{"status":"continue","progress":{"TotalSteps":2}}`),
+		bad(`{"status":"continue","progress":{"Percent":2}}`),
+		bad(`{"status":"continue","progress":{"Message":"m"}}`),
+		bad(`{"status":"continue","progress":{"completedSteps":2}}`),
+		bad(`{"status":"failed","problem":{"Code":"a","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","Title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t","Detail":"d"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t","type":"about:blank"}}`),
+		// members a status does not allow, whatever their value
+		bad(`{"status":"continue","result":{}}`),
+		bad(`{"status":"continue","result":null}`),
+		bad(`{"status":"continue","problem":{"code":"a","title":"t"}}`),
+		bad(`{"status":"continue","problem":null}`),
+		bad(`{"status":"succeeded","state":{}}`),
+		bad(`{"status":"succeeded","state":null}`),
+		bad(`{"status":"succeeded","wait":false}`),
+		bad(`{"status":"succeeded","wait":true}`),
+		bad(`{"status":"succeeded","delaySeconds":0}`),
+		bad(`{"status":"succeeded","problem":{"code":"a","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t"},"state":{}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t"},"result":{}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t"},"wait":false}`),
+		bad(`{"status":"outcome_unknown","problem":{"code":"a","title":"t"},"result":{}}`),
+		bad(`{"status":"outcome_unknown","wait":true}`),
+		bad(`{"status":"outcome_unknown","state":null}`),
+		bad(`{"status":"outcome_unknown","delaySeconds":1}`),
+		// null is not a value of a typed member
+		bad(`{"status":"continue","delaySeconds":null}`),
+		bad(`{"status":"continue","wait":null}`),
+		bad(`{"status":"continue","progress":null}`),
+		bad(`{"status":"succeeded","result":null}`),
+		bad(`{"status":"failed","problem":null}`),
+		bad(`{"status":"outcome_unknown","problem":null}`),
+		bad(`{"status":"failed","problem":{"code":null,"title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":null}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t","detail":null}}`),
+		bad(`{"status":"continue","progress":{"totalSteps":null}}`),
+		bad(`{"status":"continue","progress":{"percent":null}}`),
+		bad(`{"status":"continue","progress":{"message":null}}`),
+		// delaySeconds
+		bad(`{"status":"continue","delaySeconds":86401}`),
+		bad(`{"status":"continue","delaySeconds":-1}`),
+		bad(`{"status":"continue","delaySeconds":1.5}`),
+		bad(`{"status":"continue","delaySeconds":86400.5}`),
+		bad(`{"status":"continue","delaySeconds":86400.0000000000001}`), // 86400 as a float64
+		bad(`{"status":"continue","delaySeconds":1e400}`),
+		bad(`{"status":"continue","delaySeconds":"30"}`),
+		bad(`{"status":"continue","delaySeconds":true}`),
+		// wait
+		bad(`{"status":"continue","wait":"yes"}`),
+		bad(`{"status":"continue","wait":1}`),
+		// result
+		bad(`{"status":"succeeded","result":[]}`),
+		bad(`{"status":"succeeded","result":"ok"}`),
+		bad(`{"status":"succeeded","result":1}`),
+		// problem
+		bad(`{"status":"failed"}`),
+		bad(`{"status":"failed","progress":{}}`),
+		bad(`{"status":"failed","problem":"quota"}`),
+		bad(`{"status":"failed","problem":[]}`),
+		bad(`{"status":"failed","problem":{"code":"Quota","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"_a","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"1a","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a-b","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a\n","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a` + str(64, "b") + `","title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":1,"title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a"}}`),
+		bad(`{"status":"failed","problem":{"title":"t"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":""}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"` + str(201, "t") + `"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"` + str(201, "😀") + `"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t","detail":"` + str(2001, "d") + `"}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t","detail":7}}`),
+		bad(`{"status":"outcome_unknown","problem":{"code":"result_lost"}}`),
+		bad(`{"status":"outcome_unknown","problem":{}}`),
+		// progress
+		bad(`{"status":"continue","progress":"half"}`),
+		bad(`{"status":"continue","progress":[]}`),
+		bad(`{"status":"succeeded","progress":50}`),
+		bad(`{"status":"continue","progress":{"totalSteps":0}}`),
+		bad(`{"status":"continue","progress":{"totalSteps":-0}}`),
+		bad(`{"status":"continue","progress":{"totalSteps":-1}}`),
+		bad(`{"status":"continue","progress":{"totalSteps":2.5}}`),
+		bad(`{"status":"continue","progress":{"totalSteps":1e-1}}`),
+		bad(`{"status":"continue","progress":{"totalSteps":"3"}}`),
+		bad(`{"status":"continue","progress":{"percent":100.5}}`),
+		bad(`{"status":"continue","progress":{"percent":100.00000000000000001}}`), // 100 as a float64
+		bad(`{"status":"continue","progress":{"percent":-1}}`),
+		bad(`{"status":"continue","progress":{"percent":-1e-400}}`), // -0 as a float64
+		bad(`{"status":"continue","progress":{"percent":1e400}}`),
+		bad(`{"status":"continue","progress":{"percent":"40"}}`),
+		bad(`{"status":"continue","progress":{"message":"` + str(201, "é") + `"}}`),
+		bad(`{"status":"continue","progress":{"message":1}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t"},"progress":{"totalSteps":0}}`),
+		bad(`{"status":"outcome_unknown","progress":{"percent":101}}`),
+	}
+}
+
+// ParseReport draws the line between a report and not one where the schema does, and reads
+// what a valid report says.
+func TestParseReportAgreesWithTheSchema(t *testing.T) {
+	s := schema(t, "step-report")
+	cases := reportCases()
+	if len(cases) < 60 {
+		t.Fatalf("only %d documents", len(cases))
+	}
+	statuses := map[step.Status]int{}
+	var valid, invalid int
+	for _, tc := range cases {
+		schemaErr := validate(s, []byte(tc.doc))
+		rep, err := parseSafely(t, tc.doc)
+		if (schemaErr == nil) != (err == nil) {
+			t.Errorf("%.120q: the schema says %v, ParseReport says %v", tc.doc, schemaErr, err)
+		}
+		if (schemaErr == nil) != tc.valid {
+			t.Errorf("%.120q: the schema says %v, want valid %v", tc.doc, schemaErr, tc.valid)
+		}
+		if !tc.valid {
+			invalid++
+			if err == nil {
+				t.Errorf("%.120q: ParseReport accepts it as %+v", tc.doc, rep)
+			} else if !errors.Is(err, step.ErrInvalidReport) || !reflect.DeepEqual(rep, step.Report{}) {
+				t.Errorf("%.120q: %v (not ErrInvalidReport) with %+v", tc.doc, err, rep)
+			}
+			continue
+		}
+		valid++
+		statuses[tc.want.Status]++
+		if err != nil {
+			continue
+		}
+		if !reflect.DeepEqual(rep, tc.want) {
+			t.Errorf("%.120q:\n got %s\nwant %s", tc.doc, show(rep), show(tc.want))
+		}
+	}
+	for _, st := range []step.Status{step.Continue, step.Succeeded, step.Failed, step.OutcomeUnknown} {
+		if statuses[st] == 0 {
+			t.Errorf("no valid %s document", st)
+		}
+	}
+	if valid < 20 || invalid < 40 {
+		t.Errorf("%d valid and %d invalid documents", valid, invalid)
+	}
+}
+
+// parseSafely calls ParseReport, turning a panic into a test failure.
+func parseSafely(t *testing.T, doc string) (rep step.Report, err error) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			t.Errorf("%.120q: ParseReport panics: %v", doc, p)
+			err = errors.New("panic")
+		}
+	}()
+	return step.ParseReport([]byte(doc))
+}
+
+func show(r step.Report) string {
+	s := string(r.Status) + " state=" + string(r.State) + " result=" + string(r.Result)
+	if r.DelaySeconds != nil {
+		b, _ := json.Marshal(*r.DelaySeconds)
+		s += " delaySeconds=" + string(b)
+	}
+	b, _ := json.Marshal(struct {
+		W  bool
+		P  *step.Progress
+		Pr *step.Problem
+	}{r.Wait, r.Progress, r.Problem})
+	if r.State == nil {
+		s += " (state nil)"
+	}
+	if r.Result == nil {
+		s += " (result nil)"
+	}
+	return s + " " + string(b)
+}
+
+// Numbers are read exactly, whatever their size: the schema's numbers are not float64s.
+// Where the schema library can read the number (it gives up on exponents beyond a million:
+// it calls 1e1000001 no integer, and panics comparing 1e-1000001 with a minimum), it agrees.
+func TestNumbersBeyondFloat64(t *testing.T) {
+	s := schema(t, "step-report")
+	for _, tc := range []struct {
+		doc          string
+		valid        bool
+		beyondSchema bool
+	}{
+		{`{"status":"continue","progress":{"totalSteps":1e1000000000000000000000}}`, true, true},
+		{`{"status":"continue","progress":{"totalSteps":1e-1000000000000000000000}}`, false, true},
+		{`{"status":"continue","progress":{"percent":1e-1000000000000000000000}}`, true, true},
+		{`{"status":"continue","delaySeconds":1e-1000000000000000000000}`, false, true},
+		{`{"status":"continue","progress":{"totalSteps":10000000000000000000000000000.5}}`, false, false},
+		{`{"status":"continue","progress":{"totalSteps":1e999999}}`, true, false},
+		{`{"status":"continue","progress":{"totalSteps":9223372036854775807}}`, true, false},
+		{`{"status":"continue","progress":{"totalSteps":9223372036854775808}}`, true, false},
+		{`{"status":"continue","progress":{"percent":99.99999999999999999999999999999}}`, true, false},
+		{`{"status":"continue","progress":{"percent":1e-999999}}`, true, false},
+		{`{"status":"continue","progress":{"percent":0.000000000000000000000000000000001e35}}`, true, false}, // 100
+		{`{"status":"continue","progress":{"percent":0.000000000000000000000000000000001000001e35}}`, false, false},
+		{`{"status":"continue","delaySeconds":86399.99999999999999999999}`, false, false},
+		{`{"status":"continue","delaySeconds":0.0000000000000000000000000000864e33}`, true, false}, // 86400
+		{`{"status":"continue","delaySeconds":0.0000000000000000000000000000864000000001e33}`, false, false},
+	} {
+		_, err := parseSafely(t, tc.doc)
+		if (err == nil) != tc.valid {
+			t.Errorf("%s: want valid %v, got %v", tc.doc, tc.valid, err)
+		}
+		if tc.beyondSchema {
+			continue
+		}
+		if schemaErr := validate(s, []byte(tc.doc)); (schemaErr == nil) != tc.valid {
+			t.Errorf("%s: want valid %v, the schema says %v", tc.doc, tc.valid, schemaErr)
+		}
+	}
+	rep, err := step.ParseReport([]byte(`{"status":"continue","progress":{"totalSteps":9223372036854775807}}`))
+	if err != nil || rep.Progress.TotalSteps != math.MaxInt {
+		t.Errorf("%+v %v", rep.Progress, err)
+	}
+	rep, err = step.ParseReport([]byte(`{"status":"continue","progress":{"totalSteps":123456789012345678e1}}`))
+	if err != nil || rep.Progress.TotalSteps != 1234567890123456780 {
+		t.Errorf("%+v %v", rep.Progress, err)
+	}
+}
+
+// The size limits are beyond the schema (it accepts every one of these documents):
+// ParseReport holds them, measured as compact JSON.
+func TestSizeLimits(t *testing.T) {
+	s := schema(t, "step-report")
+	text := func(n int) string { return `"` + strings.Repeat("x", n-2) + `"` } // n bytes of JSON
+	for _, tc := range []struct {
+		doc  string
+		ok   bool
+		size int // of the state or result read
+	}{
+		{`{"status":"continue","state":` + text(step.MaxStateBytes) + `}`, true, step.MaxStateBytes},
+		{`{"status":"continue","state":` + text(step.MaxStateBytes+1) + `}`, false, 0},
+		// Whitespace is not counted: the state is measured, and read, as compact JSON.
+		{`{"status":"continue","state":[ ` + text(step.MaxStateBytes-2) + ` ]}`, true, step.MaxStateBytes},
+		{`{"status":"continue","state":[ ` + text(step.MaxStateBytes-1) + ` ]}`, false, 0},
+		{"{\"status\":\"continue\",\"state\":{\n\t\"a\" : " + text(step.MaxStateBytes-6) + "\n}}", true, step.MaxStateBytes},
+		{`{"status":"succeeded","result":{"a":` + text(step.MaxResultBytes-6) + `}}`, true, step.MaxResultBytes},
+		{`{"status":"succeeded","result":{"a":` + text(step.MaxResultBytes-5) + `}}`, false, 0},
+		{`{"status":"succeeded","result": { "a" : ` + text(step.MaxResultBytes-6) + ` } }`, true, step.MaxResultBytes},
+		{`{"status":"succeeded","result": { "a" : ` + text(step.MaxResultBytes-5) + ` } }`, false, 0},
+	} {
+		if err := validate(s, []byte(tc.doc)); err != nil {
+			t.Errorf("schema rejects a %d-byte report: %v", len(tc.doc), err)
+		}
+		rep, err := step.ParseReport([]byte(tc.doc))
+		if (err == nil) != tc.ok {
+			t.Errorf("%d-byte report: want ok %v, got %v", len(tc.doc), tc.ok, err)
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, step.ErrInvalidReport) {
+				t.Errorf("%v is not ErrInvalidReport", err)
+			}
+			continue
+		}
+		if got := len(rep.State) + len(rep.Result); got != tc.size {
+			t.Errorf("%d-byte report: read %d bytes, want %d", len(tc.doc), got, tc.size)
+		}
+	}
+}
+
+// The protocol's samples are what longrun reads and sends: each report is valid under the
+// schema and to ParseReport, each request under the schema and strictly in step.Request.
+func TestSamples(t *testing.T) {
+	reqSchema, repSchema := schema(t, "step-request"), schema(t, "step-report")
+	paths, err := filepath.Glob(filepath.Join(sampleDir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := map[step.Status]bool{}
+	var requests int
+	for _, path := range paths {
+		name := filepath.Base(path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.Contains(name, "report"):
+			if err := validate(repSchema, b); err != nil {
+				t.Errorf("%s: the schema says %v", name, err)
+			}
+			rep, err := step.ParseReport(b)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			statuses[rep.Status] = true
+			if want := "step-report-" + strings.ReplaceAll(string(rep.Status), "_", "-") + ".json"; name != want {
+				t.Errorf("%s holds a %s report", name, rep.Status)
+			}
+			if rep.Status == step.Continue && (len(rep.State) == 0 || bytes.ContainsAny(rep.State, " \n")) {
+				t.Errorf("%s: state %q, want it compact", name, rep.State)
+			}
+		case strings.Contains(name, "request"):
+			requests++
+			if err := validate(reqSchema, b); err != nil {
+				t.Errorf("%s: the schema says %v", name, err)
+			}
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			var req step.Request
+			if err := dec.Decode(&req); err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if _, err := dec.Token(); err != io.EOF {
+				t.Errorf("%s: more than one JSON value (%v)", name, err)
+			}
+			if req.Protocol != step.Protocol || req.OperationID == "" || req.Step < 1 || req.MaxSteps < req.Step ||
+				len(req.Input) == 0 || req.Deadline == "" || req.StepTimeoutSeconds < 1 {
+				t.Errorf("%s: %+v", name, req)
+			}
+			// What longrun sends is the same JSON as the sample.
+			again, err := json.Marshal(req)
+			if err != nil || !sameJSON(t, b, again) {
+				t.Errorf("%s does not round-trip: %s %v", name, again, err)
+			}
+		}
+	}
+	for _, st := range []step.Status{step.Continue, step.Succeeded, step.Failed, step.OutcomeUnknown} {
+		if !statuses[st] {
+			t.Errorf("no sample report of status %s", st)
+		}
+	}
+	if requests < 2 {
+		t.Errorf("%d request samples", requests)
+	}
+}
+
+// sameJSON reports whether a and b are the same JSON value, member order and spacing aside.
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
+}
