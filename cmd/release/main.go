@@ -1,10 +1,14 @@
 // Command release builds every Lambda function for AWS (linux/arm64 by default,
 // provided.al2023, handler "bootstrap", -tags lambda.norpc, trimmed and stripped) and zips
-// each into <out>/<function>.zip for CDK, printing each binary's and zip's size.
+// each into <out>/<function>.zip for CDK, printing each binary's and zip's size. It builds
+// from longrun's source wherever the working directory's module has it (this checkout, a
+// replace, or the module cache), so a team's CDK app gets longrun's functions with
+// `go run github.com/longrun-dev/longrun/cmd/release -out dist` in its own module.
 package main
 
 import (
 	"archive/zip"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +17,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/longrun-dev/longrun/internal/local/devstack"
 )
 
 func main() {
@@ -30,7 +36,14 @@ func main() {
 }
 
 func run(out, arch string) error {
-	names, err := functions()
+	src, err := devstack.SourceRoot(context.Background())
+	if err != nil {
+		return err
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return err
+	}
+	names, err := functions(src)
 	if err != nil {
 		return err
 	}
@@ -43,6 +56,7 @@ func run(out, arch string) error {
 		bin := filepath.Join(dir, "bootstrap")
 		start := time.Now()
 		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./functions/"+name)
+		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+arch, "CGO_ENABLED=0")
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -59,11 +73,11 @@ func run(out, arch string) error {
 	return nil
 }
 
-// functions lists functions/<name> folders.
-func functions() ([]string, error) {
-	entries, err := os.ReadDir("functions")
+// functions lists the functions/<name> folders of longrun's source src.
+func functions(src string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(src, "functions"))
 	if err != nil {
-		return nil, fmt.Errorf("run from the repository root: %w", err)
+		return nil, fmt.Errorf("longrun's source at %s: %w", src, err)
 	}
 	var names []string
 	for _, e := range entries {

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/longrun-dev/longrun/infra/stack"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
@@ -24,7 +23,9 @@ func (tpl *template) env(t *testing.T, stage, name string) map[string]any {
 	t.Helper()
 	for _, r := range tpl.of("AWS::Lambda::Function") {
 		if r.Properties["FunctionName"] == "longrun-"+stage+"-"+name {
-			return r.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+			env, _ := r.Properties["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			return vars
 		}
 	}
 	t.Fatalf("no function longrun-%s-%s", stage, name)
@@ -171,6 +172,8 @@ func TestContextMistakesAreErrors(t *testing.T) {
 		"is not a KMS key ARN":                {"tableKmsKeyArn": "k"},
 		"reservedConcurrency=\"some\"":        {"reservedConcurrency": "some"},
 		"apiGatewayCloudWatchRole=\"please\"": {"apiGatewayCloudWatchRole": "please"},
+		"idempotencyWindow=\"a day\"":         {"idempotencyWindow": "a day"},
+		"idempotencyWindow=\"-1h\"":           {"idempotencyWindow": "-1h"},
 	} {
 		_, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &values}))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -210,7 +213,7 @@ func TestDemoTypesOnlyOnDev(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%v: state machines %v, want %v", tc.context, got, want)
 		}
-		for _, f := range names {
+		for _, f := range longrunFunctions {
 			if v := tpl.env(t, props.Stage, f)["LONGRUN_DEMO_TYPES"]; v != map[bool]string{true: "true", false: "false"}[tc.demo] {
 				t.Errorf("%v: %s LONGRUN_DEMO_TYPES=%v", tc.context, f, v)
 			}
@@ -227,19 +230,20 @@ func TestDemoTypesOnlyOnDev(t *testing.T) {
 func TestAPISettingsFromContext(t *testing.T) {
 	tpl := synthesize(t, fromContext(t, map[string]any{
 		"operatorPrincipals": "arn:aws:iam::123456789012:role/ops, arn:aws:iam::123456789012:user/alice",
-		"tenantQuota":        "2000", "principalQuota": 0,
+		"tenantQuota":        "2000", "principalQuota": 0, "idempotencyWindow": "48h",
 	}))
 	env := tpl.env(t, "dev", "api")
 	for k, want := range map[string]string{
 		"LONGRUN_OPERATOR_PRINCIPALS": "arn:aws:iam::123456789012:role/ops,arn:aws:iam::123456789012:user/alice",
 		"LONGRUN_QUOTA":               "2000",
 		"LONGRUN_PRINCIPAL_QUOTA":     "0",
+		"LONGRUN_IDEMPOTENCY_WINDOW":  "48h0m0s",
 	} {
 		if env[k] != want {
 			t.Errorf("%s = %v, want %q", k, env[k], want)
 		}
 	}
-	for _, k := range []string{"LONGRUN_OPERATOR_PRINCIPALS", "LONGRUN_QUOTA", "LONGRUN_PRINCIPAL_QUOTA"} {
+	for _, k := range []string{"LONGRUN_OPERATOR_PRINCIPALS", "LONGRUN_QUOTA", "LONGRUN_PRINCIPAL_QUOTA", "LONGRUN_IDEMPOTENCY_WINDOW"} {
 		if v, ok := dev(t).env(t, "dev", "api")[k]; ok {
 			t.Errorf("default stage sets %s=%v", k, v)
 		}
@@ -307,50 +311,47 @@ func TestQuotaAndOutcomeUnknownAlarms(t *testing.T) {
 	}
 }
 
-// The worker's condition names operations' partitions as the store writes them.
-func TestOperationKeysAreTheStores(t *testing.T) {
-	prefix, ok := strings.CutSuffix(stack.OperationKeys, "*")
-	if !ok {
-		t.Fatalf("OperationKeys %q is no prefix pattern", stack.OperationKeys)
-	}
-	rec := events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{NewImage: map[string]events.DynamoDBAttributeValue{
-		"pk": events.NewStringAttribute(prefix + "op_1"), "sk": events.NewStringAttribute("FACT#00000001"), "kind": events.NewStringAttribute("accepted"),
-	}}}
-	if id, ok := dynamo.AcceptedOperation(rec); !ok || id != "op_1" {
-		t.Fatalf("the store does not key operations %s<id>: %q %v", prefix, id, ok)
-	}
-}
-
-// 3a (medium). A worker reads its operation's facts and appends "started", nothing else:
-// Query, PutItem and UpdateItem on the table (no index, no delete, no read of single
-// items), on operations' partitions only.
-func TestWorkersTouchOnlyOperations(t *testing.T) {
+// 3a (medium). Workers never touch longrun's table (docs/worker-protocol.md): their roles
+// have no DynamoDB or KMS action and name neither the table nor its key, and they get no
+// setting of longrun's (not even the table's name). Their policies may only be what their
+// own work needs, and the built-in workers need nothing.
+func TestWorkersHaveNoTableAccess(t *testing.T) {
 	for _, props := range []stack.Props{{Stage: "dev"}, {Stage: "dev", TableEncryption: "customer"}} {
 		tpl := synthesize(t, props)
 		tableID, _ := only(t, "tables", tpl.of("AWS::DynamoDB::Table"))
 		for _, w := range []string{"WorkerDemoTask", "WorkerExportOrders"} {
-			var data int
 			for _, st := range tpl.statements(w) {
-				actions := actionsOf(st)
-				if !strings.HasPrefix(actions[0], "dynamodb:") {
+				t.Errorf("%v: %s may %v on %v", props, w, actionsOf(st), st["Resource"])
+			}
+			for _, r := range tpl.of("AWS::Lambda::Function") {
+				if strings.HasPrefix(r.Properties["FunctionName"].(string), "longrun-dev-worker-") && r.Properties["Environment"] != nil {
+					t.Errorf("%v: %s has settings %v", props, r.Properties["FunctionName"], r.Properties["Environment"])
+				}
+			}
+		}
+		// Who may use the table: longrun's functions, every one of them (the notifier through
+		// its stream mapping), and nobody else.
+		users := map[string]bool{}
+		for id, p := range tpl.of("AWS::IAM::Policy") {
+			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				st := st.(map[string]any)
+				data := strings.Contains(renderArn(st["Resource"]), tableID)
+				for _, a := range actionsOf(st) {
+					data = data || strings.HasPrefix(a, "dynamodb:") || strings.HasPrefix(a, "kms:")
+				}
+				if !data {
 					continue
 				}
-				data++
-				sort.Strings(actions)
-				if want := []string{"dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}; !reflect.DeepEqual(actions, want) {
-					t.Errorf("%s may %v, want %v", w, actions, want)
+				owner := id // a function's role policy is <Function>ServiceRoleDefaultPolicy…
+				if i := strings.Index(id, "ServiceRole"); i > 0 {
+					owner = id[:i]
 				}
-				if !reflect.DeepEqual(st["Resource"], getAtt(tableID, "Arn")) {
-					t.Errorf("%s on %v, want the table alone", w, st["Resource"])
-				}
-				want := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"OP#*"}}}
-				if !reflect.DeepEqual(st["Condition"], want) {
-					t.Errorf("%s: condition %v, want %v", w, st["Condition"], want)
-				}
+				users[owner] = true
 			}
-			if data != 1 {
-				t.Errorf("%s: %d DynamoDB statements", w, data)
-			}
+		}
+		want := map[string]bool{"Api": true, "Dispatcher": true, "Notifier": true, "Reconciler": true, "Recorder": true}
+		if !reflect.DeepEqual(users, want) {
+			t.Errorf("%v: the table's users %v, want longrun's five functions", props, users)
 		}
 	}
 }
@@ -513,6 +514,7 @@ func TestTableEncryption(t *testing.T) {
 			t.Errorf("%v: SSE %v, want KMS with %v", tc.context, sse, keyRef)
 		}
 		for _, fn := range []string{"Api", "Dispatcher", "Recorder", "Reconciler", "Notifier", "WorkerExportOrders"} {
+			worker := strings.HasPrefix(fn, "Worker")
 			kms := 0
 			for _, st := range tpl.statements(fn) {
 				if strings.HasPrefix(actionsOf(st)[0], "kms:") {
@@ -522,8 +524,11 @@ func TestTableEncryption(t *testing.T) {
 					}
 				}
 			}
-			if kms == 0 {
+			if kms == 0 && !worker {
 				t.Errorf("%v: %s may not use the table's key", tc.context, fn)
+			}
+			if kms != 0 && worker {
+				t.Errorf("%v: the worker %s may use the table's key", tc.context, fn)
 			}
 		}
 	}
@@ -556,7 +561,7 @@ func TestIndexesAreReadByTheirReaders(t *testing.T) {
 		}
 		sort.Strings(got)
 		exp := want[fn]
-		if exp == nil && fn != "Notifier" {
+		if exp == nil && fn != "Notifier" && !strings.HasPrefix(fn, "Worker") { // workers read nothing of longrun's
 			exp = []string{"${" + tableID + ".Arn}"}
 		}
 		if !reflect.DeepEqual(got, exp) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -12,16 +13,19 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/config"
 )
 
-// Props configure one stage.
+// Props configure one stage: what the stage gives the construct (construct.Props), in the
+// CDK context's terms (FromContext).
 type Props struct {
 	awscdk.StackProps
 	Stage string // "dev", "prod", …: names resources; only dev may be deleted with its data
-	// CodeDir holds <function>.zip from `make build`.
+	// CodeDir holds <function>.zip from `make build`: longrun's functions and the built-in
+	// workers.
 	CodeDir string
 	// Cognito authorizes the API with Cognito ID tokens instead of IAM (SigV4). The stack
 	// creates the user pool and its app client (custom:tenant readable, writable by
 	// administrators only, no self sign-up), unless CognitoUserPoolArn names an existing
-	// pool (which implies Cognito), whose accepted app clients are then CognitoClientIDs.
+	// pool (which implies Cognito), whose accepted app clients are then CognitoClientIDs
+	// (construct.CognitoOptions).
 	Cognito            bool
 	CognitoUserPoolArn string
 	CognitoClientIDs   []string
@@ -41,6 +45,9 @@ type Props struct {
 	// LONGRUN_PRINCIPAL_QUOTA (active operations per tenant, per caller; 0 disables); unset,
 	// the function's defaults apply (internal/aws/config).
 	TenantQuota, PrincipalQuota *int
+	// IdempotencyWindow is the API's LONGRUN_IDEMPOTENCY_WINDOW (how long a key answers
+	// replays for types without a retention of their own); 0: the function's 24h.
+	IdempotencyWindow time.Duration
 	// EventPublishers are IAM roles and users (ARNs) that may put events with source longrun
 	// on the stage's bus besides the notifier, e.g. who runs `longrun republish`.
 	EventPublishers []string
@@ -66,9 +73,6 @@ func (p *Props) demoTypes() bool {
 
 // cognito reports whether the API authorizes with Cognito.
 func (p *Props) cognito() bool { return p.Cognito || p.CognitoUserPoolArn != "" }
-
-// customerKey reports whether the table is encrypted with a customer managed key.
-func (p *Props) customerKey() bool { return p.TableEncryption == "customer" || p.TableKMSKeyArn != "" }
 
 // check refuses settings that would deploy something other than was meant.
 func (p *Props) check() error {
@@ -107,6 +111,9 @@ func (p *Props) check() error {
 	}
 	if p.TableKMSKeyArn != "" && !strings.HasPrefix(p.TableKMSKeyArn, "arn:") {
 		return fmt.Errorf("tableKmsKeyArn=%q is not a KMS key ARN", p.TableKMSKeyArn)
+	}
+	if p.IdempotencyWindow < 0 || p.IdempotencyWindow%time.Second != 0 {
+		return fmt.Errorf("idempotencyWindow=%s: want a duration of whole seconds, such as 48h", p.IdempotencyWindow)
 	}
 	return nil
 }
@@ -183,6 +190,13 @@ func FromContext(scope constructs.Construct) (*Props, error) {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("context authorizer=%q: want iam (the default) or cognito", a))
+	}
+	if v := get("idempotencyWindow", ""); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("context idempotencyWindow=%q: want a positive duration such as 48h", v))
+		}
+		props.IdempotencyWindow = d
 	}
 	if reserve := flag("reservedConcurrency"); reserve != nil {
 		props.NoReservedConcurrency = !*reserve

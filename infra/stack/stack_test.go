@@ -124,6 +124,9 @@ func (tpl *template) functionID(t *testing.T, name string) string {
 
 func dev(t *testing.T) *template { return synthesize(t, stack.Props{Stage: "dev"}) }
 
+// longrunFunctions are longrun's own functions (the construct's); the others are workers.
+var longrunFunctions = []string{"api", "dispatcher", "notifier", "reconciler", "recorder"}
+
 // The stream mappings are exactly the local pollers' settings (internal/aws/eventsource).
 func TestStreamMappingsMatchTheLocalPollers(t *testing.T) {
 	tpl := dev(t)
@@ -224,8 +227,11 @@ func leastPrivilege(t *testing.T, props stack.Props) {
 		{"Api", "dynamodb:PutItem", true}, {"Api", "states:StartExecution", false}, {"Api", "dynamodb:Scan", false},
 		// The reads beside the admission transaction: the key's record, the quota counters.
 		{"Api", "dynamodb:GetItem", true}, {"Api", "dynamodb:BatchGetItem", true},
-		{"WorkerExportOrders", "dynamodb:UpdateItem", true}, {"WorkerExportOrders", "dynamodb:DeleteItem", false},
-		{"WorkerExportOrders", "dynamodb:GetItem", false},
+		// Workers never touch the table (docs/worker-protocol.md).
+		{"WorkerExportOrders", "dynamodb:UpdateItem", false}, {"WorkerExportOrders", "dynamodb:DeleteItem", false},
+		{"WorkerExportOrders", "dynamodb:GetItem", false}, {"WorkerExportOrders", "dynamodb:Query", false},
+		{"WorkerExportOrders", "dynamodb:PutItem", false}, {"WorkerExportOrders", "lambda:InvokeFunction", false},
+		{"Recorder", "dynamodb:PutItem", true}, {"Recorder", "dynamodb:DeleteItem", true},
 		{"Notifier", "events:PutEvents", true}, {"Notifier", "dynamodb:PutItem", false},
 		{"Dispatcher", "states:StartExecution", true}, {"Dispatcher", "sqs:SendMessage", true},
 		{"Reconciler", "states:StopExecution", true}, {"Recorder", "states:StartExecution", false},
@@ -266,8 +272,13 @@ func TestFunctionsAreBuiltForLambda(t *testing.T) {
 			if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" || !reflect.DeepEqual(p["Architectures"], []any{tc.want}) {
 				t.Errorf("context %v: %s: %v %v %v, want %s", tc.context, id, p["Runtime"], p["Handler"], p["Architectures"], tc.want)
 			}
-			vars := p["Environment"].(map[string]any)["Variables"].(map[string]any)
-			if _, ok := vars["LONGRUN_TABLE"].(map[string]any); !ok {
+			env, _ := p["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			if strings.HasPrefix(p["FunctionName"].(string), "longrun-dev-worker-") {
+				if vars != nil { // a worker knows nothing of longrun's table
+					t.Errorf("%s: a worker with longrun's settings %v", id, vars)
+				}
+			} else if _, ok := vars["LONGRUN_TABLE"].(map[string]any); !ok {
 				t.Errorf("%s: LONGRUN_TABLE must come from the table, not a literal: %v", id, vars["LONGRUN_TABLE"])
 			}
 			if p["LoggingConfig"] == nil || p["Timeout"] == nil || p["MemorySize"] == nil {
@@ -453,6 +464,47 @@ func TestGatewayResponsesAreProblems(t *testing.T) {
 		if p["ResponseParameters"].(map[string]any)["gatewayresponse.header.Content-Type"] != "'application/problem+json'" ||
 			!strings.Contains(body, `"code":`) || strings.Contains(body, "$context.requestId") {
 			t.Errorf("%s: %v", id, p)
+		}
+	}
+}
+
+// A stage deployed before the stack was made of the construct keeps its resources: the
+// construct sits at stack.ConstructID ("Default", which CDK leaves out of logical ids), so
+// the stateful resources keep their logical ids and are updated, not replaced (a new table
+// would fail on its fixed name, and RETAIN would orphan the old one).
+func TestDeployedStagesKeepTheirLogicalIDs(t *testing.T) {
+	tpl := synthesize(t, fromContext(t, map[string]any{"authorizer": "cognito", "tableEncryption": "customer"}))
+	for id, typ := range map[string]string{
+		"TableCD117FA1": "AWS::DynamoDB::Table", "TableKeyF581D96F": "AWS::KMS::Key", "UserPool6BA7E5F2": "AWS::Cognito::UserPool",
+		"BusEA82B648": "AWS::Events::EventBus", "RestApi0C43BF4B": "AWS::ApiGateway::RestApi",
+		"DispatcherDeadLetters0F711854": "AWS::SQS::Queue", "NotifierDeadLettersB15D036B": "AWS::SQS::Queue",
+		"ExportOrdersWorkflowE51F66C8": "AWS::StepFunctions::StateMachine", "DemoTaskWorkflowB564D5BD": "AWS::StepFunctions::StateMachine",
+		"ApiF70053CD": "AWS::Lambda::Function", "RecorderC4C6639E": "AWS::Lambda::Function", "WorkerExportOrders2DF38994": "AWS::Lambda::Function",
+		"ApiLogs3D05D88B": "AWS::Logs::LogGroup", "ApiAccessLogsE9DF007D": "AWS::Logs::LogGroup", "WorkerExportOrdersLogsA0E625DD": "AWS::Logs::LogGroup",
+	} {
+		if got := tpl.Resources[id].Type; got != typ {
+			t.Errorf("%s is %q, want the %s deployed stages have", id, got, typ)
+		}
+	}
+	if stack.ConstructID != "Default" {
+		t.Errorf("ConstructID %q", stack.ConstructID)
+	}
+}
+
+// The stage serves the built-in types: no types layer, no LONGRUN_TYPES_FILE.
+func TestBuiltinTypesNeedNoFile(t *testing.T) {
+	tpl := dev(t)
+	if n := len(tpl.of("AWS::Lambda::LayerVersion")); n != 0 {
+		t.Errorf("%d layers", n)
+	}
+	for id, f := range tpl.of("AWS::Lambda::Function") {
+		if env, _ := f.Properties["Environment"].(map[string]any); env != nil {
+			if v, ok := env["Variables"].(map[string]any)["LONGRUN_TYPES_FILE"]; ok {
+				t.Errorf("%s: LONGRUN_TYPES_FILE=%v", id, v)
+			}
+		}
+		if f.Properties["Layers"] != nil {
+			t.Errorf("%s: layers %v", id, f.Properties["Layers"])
 		}
 	}
 }

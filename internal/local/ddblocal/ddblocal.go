@@ -134,17 +134,30 @@ func (s *Server) Stop() {
 	}
 }
 
-// DefaultDir finds the cache folder under the module root, or LONGRUN_DYNAMODB_LOCAL_DIR
-// when set.
+// DefaultDir is where DynamoDB Local is: LONGRUN_DYNAMODB_LOCAL_DIR when set; else the cache
+// under the module root (`make ddb-install` fills it in longrun's checkout), when it holds
+// one; else the user's cache (os.UserCacheDir()/longrun/dynamodb-local), where a module that
+// uses longrun gets it installed (Ensure).
 func DefaultDir() (string, error) {
 	if dir := os.Getenv("LONGRUN_DYNAMODB_LOCAL_DIR"); dir != "" {
 		return dir, nil
 	}
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", err
+	if root, err := ModuleRoot(); err == nil && Installed(filepath.Join(root, CacheDir)) {
+		return filepath.Join(root, CacheDir), nil
 	}
-	return filepath.Join(root, CacheDir), nil
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("ddblocal: no cache folder for DynamoDB Local (set LONGRUN_DYNAMODB_LOCAL_DIR): %w", err)
+	}
+	return filepath.Join(cache, "longrun", "dynamodb-local"), nil
+}
+
+// Ensure installs DynamoDB Local into dir unless it is there.
+func Ensure(ctx context.Context, dir string) error {
+	if Installed(dir) {
+		return nil
+	}
+	return Install(ctx, dir, "")
 }
 
 // ModuleRoot is the nearest folder above the working directory that holds go.mod.

@@ -25,7 +25,7 @@ func BenchmarkColdStart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	fns, err := functions(optype.BuiltinFile(), true)
+	fns, err := functions(optype.BuiltinFile(), true, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,12 +12,15 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,6 +88,9 @@ type Options struct {
 	// internal/core/optype/builtin.types.yaml, to serve them beside others); the local
 	// sections say how to run each worker. The functions get it as LONGRUN_TYPES_FILE.
 	TypesFile string
+	// WorkerEnv is more environment for the workers of TypesFile, after their local
+	// section's: e.g. the address of a fake their tests started.
+	WorkerEnv map[string]string
 }
 
 // Stack is a running local stack.
@@ -137,7 +143,7 @@ func (s *Stack) setPaused(v bool, names []string) {
 // functions lists the stack's functions with their local concurrency (invocations one
 // process serves at once) and timeout: longrun's own, and one per worker of the types, run
 // as the types file's local section says.
-func functions(file *optype.File, builtin bool) ([]function, error) {
+func functions(file *optype.File, builtin bool, workerEnv map[string]string) ([]function, error) {
 	fs := []function{{name: "api", concurrency: 16, timeout: 30}, {name: "dispatcher", concurrency: 4, timeout: 60},
 		{name: "notifier", concurrency: 2, timeout: 60}, {name: "recorder", concurrency: 16, timeout: 60},
 		{name: "reconciler", concurrency: 1, timeout: 60}}
@@ -159,14 +165,16 @@ func functions(file *optype.File, builtin bool) ([]function, error) {
 			if !filepath.IsAbs(f.goPkg) {
 				f.goPkg = filepath.Join(local.Dir, local.Go)
 			}
-			if root, err := ddblocal.ModuleRoot(); err == nil && f.goPkg == filepath.Join(root, "functions", f.name) {
+			if root, err := SourceRoot(context.Background()); err == nil && f.goPkg == filepath.Join(root, "functions", f.name) {
 				f.goPkg = "" // longrun's own worker: built with longrun's own functions
 			}
 		default:
 			f.command, f.goPkg = local.Command, local.Dir
 		}
-		for k, v := range local.Env {
-			f.env = append(f.env, k+"="+v)
+		for _, env := range []map[string]string{local.Env, workerEnv} {
+			for _, k := range slices.Sorted(maps.Keys(env)) {
+				f.env = append(f.env, k+"="+env[k])
+			}
 		}
 		fs = append(fs, f)
 	}
@@ -212,7 +220,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	fns, err := functions(types, opts.TypesFile == "")
+	fns, err := functions(types, opts.TypesFile == "", opts.WorkerEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -320,13 +328,18 @@ func (s *Stack) listen(apiAddr string) (edge, api net.Listener, err error) {
 }
 
 // buildFunctions compiles the function binaries into .cache/bin/local under the module root
-// and returns that folder.
+// of the working directory (longrun's checkout, or a team's module that uses longrun) and
+// returns that folder. longrun's own functions build from longrun's source wherever it is.
 func buildFunctions(ctx context.Context, fns []function, opts Options) (string, error) {
-	root, err := ddblocal.ModuleRoot()
+	here, err := ddblocal.ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(root, ".cache", "bin", "local")
+	root, err := SourceRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(here, ".cache", "bin", "local")
 	opts.Log.Info("building functions", "dir", bin)
 	if err := build(ctx, root, bin, fns, opts.Output); err != nil {
 		return "", err
@@ -334,10 +347,34 @@ func buildFunctions(ctx context.Context, fns []function, opts Options) (string, 
 	return bin, nil
 }
 
+// Module is longrun's module path.
+const Module = "github.com/longrun-dev/longrun"
+
+// SourceRoot is the folder of longrun's source that the working directory's module builds
+// with: the checkout itself, a replace's folder, or the module cache's copy.
+func SourceRoot(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", Module)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if dir := strings.TrimSpace(string(out)); err == nil && dir != "" {
+		return dir, nil
+	}
+	return "", fmt.Errorf("devstack: where is %s's source? run from its checkout or from a module that requires it (go list -m: %v %s)",
+		Module, err, strings.TrimSpace(stderr.String()))
+}
+
 // startDynamoDBLocal starts DynamoDB Local (in memory) on a free port of its own; the edge
-// fronts it.
+// fronts it. It is installed first where it is missing (ddblocal.DefaultDir).
 func (s *Stack) startDynamoDBLocal(ctx context.Context) (*ddblocal.Server, error) {
-	ddb, err := ddblocal.Start(ctx, ddblocal.Options{})
+	dir, err := ddblocal.DefaultDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := ddblocal.Ensure(ctx, dir); err != nil {
+		return nil, err
+	}
+	ddb, err := ddblocal.Start(ctx, ddblocal.Options{Dir: dir})
 	if err != nil {
 		return nil, err
 	}

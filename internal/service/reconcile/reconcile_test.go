@@ -372,7 +372,7 @@ func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
 	}
 }
 
-// The run's log lines are what the stack's alarms read (infra/stack/alarms.go): an operation
+// The run's log lines are what the stack's alarms read (construct/alarms.go): an operation
 // recorded outcome_unknown, and the count of those waiting for an operator.
 func TestLogLinesTheAlarmsRead(t *testing.T) {
 	f := newFixture(t)

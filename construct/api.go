@@ -1,4 +1,4 @@
-package stack
+package construct
 
 import (
 	"encoding/json"
@@ -10,14 +10,15 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
-// userPool is the Cognito side of a stage that authorizes with Cognito: the pool, and the
-// app clients whose ID tokens the API accepts (LONGRUN_COGNITO_CLIENT_IDS).
+// userPool is the Cognito side of a deployment that authorizes with Cognito: the pool, and
+// the app clients whose ID tokens the API accepts (LONGRUN_COGNITO_CLIENT_IDS).
 type userPool struct {
 	pool      awscognito.IUserPool
-	created   awscognito.UserPool // nil for an existing pool (cognitoUserPoolArn)
+	client    awscognito.UserPoolClient // the client New created; nil for an existing pool
 	clientIDs *string
 }
 
@@ -30,22 +31,19 @@ const OperatorsGroup = "longrun-operators"
 const TenantAttribute = "tenant"
 
 // newUserPool is nil with IAM authorization. With Cognito it is the existing pool and its
-// configured clients, or a pool the stack creates: users are created by administrators
+// configured clients, or a pool the construct creates: users are created by administrators
 // (no self sign-up), custom:tenant is set and changed by administrators only
 // (AdminCreateUser, AdminUpdateUserAttributes), and the one app client may read it but not
 // write it, so nobody chooses their own tenant. Its write attributes are listed explicitly:
 // a client without a list may write every attribute.
-func newUserPool(stack awscdk.Stack, props *Props, dev bool, name func(string) *string) *userPool {
-	if !props.cognito() {
+func newUserPool(scope constructs.Construct, props *Props, dev bool, name func(string) *string) *userPool {
+	if props.Cognito == nil {
 		return nil
 	}
-	if props.CognitoUserPoolArn != "" {
-		return &userPool{
-			pool:      awscognito.UserPool_FromUserPoolArn(stack, jsii.String("UserPool"), jsii.String(props.CognitoUserPoolArn)),
-			clientIDs: jsii.String(strings.Join(props.CognitoClientIDs, ",")),
-		}
+	if props.Cognito.UserPool != nil {
+		return &userPool{pool: props.Cognito.UserPool, clientIDs: jsii.String(strings.Join(props.Cognito.ClientIDs, ","))}
 	}
-	pool := awscognito.NewUserPool(stack, jsii.String("UserPool"), &awscognito.UserPoolProps{
+	pool := awscognito.NewUserPool(scope, jsii.String("UserPool"), &awscognito.UserPoolProps{
 		UserPoolName:      name("users"),
 		SelfSignUpEnabled: jsii.Bool(false),
 		SignInAliases:     &awscognito.SignInAliases{Email: jsii.Bool(true)},
@@ -81,12 +79,12 @@ func newUserPool(stack awscdk.Stack, props *Props, dev bool, name func(string) *
 		WriteAttributes: awscognito.NewClientAttributes().
 			WithStandardAttributes(&awscognito.StandardAttributesMask{Fullname: jsii.Bool(true)}),
 	})
-	awscognito.NewCfnUserPoolGroup(stack, jsii.String("OperatorsGroup"), &awscognito.CfnUserPoolGroupProps{
+	awscognito.NewCfnUserPoolGroup(scope, jsii.String("OperatorsGroup"), &awscognito.CfnUserPoolGroupProps{
 		UserPoolId:  pool.UserPoolId(),
 		GroupName:   jsii.String(OperatorsGroup),
 		Description: jsii.String("Operators: may resolve operations whose outcome is unknown."),
 	})
-	return &userPool{pool: pool, created: pool, clientIDs: client.UserPoolClientId()}
+	return &userPool{pool: pool, client: client, clientIDs: client.UserPoolClientId()}
 }
 
 // accessLogFields are the access log's fields: who called (IP, IAM identity, Cognito sub),
@@ -124,13 +122,13 @@ func accessLogFormat() string {
 // configured), proxied to the api function, which sees every path and method (its routing
 // answers 404 and 405), with API Gateway's own errors rewritten as the contract's
 // problem+json and the stage throttled.
-func newAPI(stack awscdk.Stack, props *Props, dev bool, fn awslambda.Function, users *userPool, name func(string) *string) awsapigateway.RestApi {
+func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Function, users *userPool, name func(string) *string) awsapigateway.RestApi {
 	rate, burst := props.ThrottleRate, props.ThrottleBurst
 	if rate == 0 {
 		rate, burst = 100, 200
 	}
 	// One line per request, the caller's identity included (accessLogFormat).
-	accessLogs := awslogs.NewLogGroup(stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+	accessLogs := awslogs.NewLogGroup(scope, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String("/aws/apigateway/longrun-" + props.Stage + "-api/access"),
 		Retention:     awslogs.RetentionDays_ONE_MONTH,
 		RemovalPolicy: removal(dev),
@@ -139,7 +137,7 @@ func newAPI(stack awscdk.Stack, props *Props, dev bool, fn awslambda.Function, u
 	if props.APIGatewayCloudWatchRole {
 		roleRemoval = awscdk.RemovalPolicy_RETAIN // other stages of the account rely on it
 	}
-	api := awsapigateway.NewRestApi(stack, jsii.String("RestApi"), &awsapigateway.RestApiProps{
+	api := awsapigateway.NewRestApi(scope, jsii.String("RestApi"), &awsapigateway.RestApiProps{
 		RestApiName: name("api"),
 		DeployOptions: &awsapigateway.StageOptions{
 			StageName:            jsii.String(props.Stage),
@@ -150,13 +148,13 @@ func newAPI(stack awscdk.Stack, props *Props, dev bool, fn awslambda.Function, u
 			AccessLogFormat:      awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat())),
 		},
 		// Access logging needs the account's API Gateway CloudWatch Logs role, one per account
-		// and region: set by the stack only when asked (it is the account's, not the stage's).
+		// and region: set by the construct only when asked (it is the account's, not the stage's).
 		CloudWatchRole:              jsii.Bool(props.APIGatewayCloudWatchRole),
 		CloudWatchRoleRemovalPolicy: roleRemoval,
 	})
 	method := &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_IAM}
 	if users != nil {
-		auth := awsapigateway.NewCognitoUserPoolsAuthorizer(stack, jsii.String("Authorizer"), &awsapigateway.CognitoUserPoolsAuthorizerProps{
+		auth := awsapigateway.NewCognitoUserPoolsAuthorizer(scope, jsii.String("Authorizer"), &awsapigateway.CognitoUserPoolsAuthorizerProps{
 			CognitoUserPools: &[]awscognito.IUserPool{users.pool},
 		})
 		method = &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_COGNITO, Authorizer: auth}

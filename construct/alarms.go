@@ -1,26 +1,27 @@
-package stack
+package construct
 
 import (
-	"sort"
-
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 )
 
-// alarms watches what must never pile up: dead letters (a record no consumer could handle),
-// function errors, failed workflows, operations the reconciler had to repair (stuck work),
-// admissions refused for a full quota, and operations that ended outcome_unknown (each
-// holds its lock and quota slot). Alarms carry no actions: each account routes them its
-// own way.
-func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function, dlqs map[string]awssqs.Queue,
-	machines map[string]awsstepfunctions.StateMachine, name func(string) *string) {
+// newAlarms watches what must never pile up: dead letters (a record no consumer could
+// handle), function errors (longrun's and the workers'), failed workflows, operations the
+// reconciler had to repair (stuck work), admissions refused for a full quota, and operations
+// that ended outcome_unknown (each holds its lock and quota slot). Alarms carry no actions:
+// each account routes them its own way.
+func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambda.Function, workers map[string]awslambda.IFunction,
+	dlqs map[string]awssqs.Queue, machines map[string]awsstepfunctions.StateMachine, name func(string) *string) {
 	alarm := func(id string, metric awscloudwatch.IMetric, desc string) {
-		awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+		awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName:          name(id),
 			AlarmDescription:   jsii.String(desc),
 			Metric:             metric,
@@ -40,6 +41,14 @@ func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function,
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 		}), "The "+f+" function failed invocations.")
 	}
+	// A worker's failed invocations are steps recorded outcome_unknown (worker_error): the
+	// worker is the team's, the alarm longrun's, beside its workflow's.
+	for _, w := range sorted(machines) {
+		f := stepfunctions.FunctionName(w)
+		alarm(title(f)+"Errors", workers[w].MetricErrors(&awscloudwatch.MetricOptions{
+			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
+		}), "The "+w+" worker's function failed invocations (each a step recorded outcome_unknown).")
+	}
 	for _, m := range sorted(machines) {
 		alarm(title(m)+"ExecutionsFailed", machines[m].MetricFailed(&awscloudwatch.MetricOptions{
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
@@ -48,7 +57,7 @@ func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function,
 	// logMetric counts (value "1") or reads (a JSON path) what a function's log lines matching
 	// pattern say, as metric in the stage's namespace.
 	logMetric := func(id, fn, pattern, metric, value string) awslogs.MetricFilter {
-		return awslogs.NewMetricFilter(stack, jsii.String(id), &awslogs.MetricFilterProps{
+		return awslogs.NewMetricFilter(scope, jsii.String(id), &awslogs.MetricFilterProps{
 			LogGroup:        fns[fn].LogGroup(),
 			FilterPattern:   awslogs.FilterPattern_Literal(jsii.String(pattern)),
 			MetricNamespace: jsii.String("longrun/" + props.Stage),
@@ -73,9 +82,8 @@ func alarms(stack awscdk.Stack, props *Props, fns map[string]awslambda.Function,
 	// have acted) or the reconciler (stopped past the deadline, ended mid-work). Each keeps
 	// its target lock and quota slot until an operator resolves it. One metric, a filter on
 	// each function's log.
-	for _, f := range []string{"recorder", "reconciler"} {
-		logMetric(title(f)+"OutcomeUnknownFilter", f, OutcomeUnknownPatterns[f], "OutcomeUnknownRecorded", "1")
-	}
+	logMetric("RecorderOutcomeUnknownFilter", "recorder", RecorderOutcomeUnknownPattern, "OutcomeUnknownRecorded", "1")
+	logMetric("ReconcilerOutcomeUnknownFilter", "reconciler", ReconcilerOutcomeUnknownPattern, "OutcomeUnknownRecorded", "1")
 	alarm("OutcomeUnknown", awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace: jsii.String("longrun/" + props.Stage), MetricName: jsii.String("OutcomeUnknownRecorded"),
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
@@ -101,20 +109,11 @@ const (
 	WaitingPattern = `{ $.msg = "run" && $.outcome_unknown >= 0 }`
 )
 
-// OutcomeUnknownPatterns: the recorder's "recorded" line (internal/service/recorder) and the
-// reconciler's "reconciled" line, each with the kind of the fact it meant to record
-// (outcome) and the operation's state after the call (state): both outcome_unknown means it
-// was recorded now (a dropped fact leaves another state).
-var OutcomeUnknownPatterns = map[string]string{
-	"recorder":   `{ $.msg = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`,
-	"reconciler": `{ $.msg = "reconciled" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`,
-}
-
-func sorted[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+// The recorder's "recorded" line (internal/service/recorder) and the reconciler's
+// "reconciled" line, each with the kind of the fact it meant to record (outcome) and the
+// operation's state after the call (state): both outcome_unknown means it was recorded now
+// (a dropped fact leaves another state).
+const (
+	RecorderOutcomeUnknownPattern   = `{ $.msg = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
+	ReconcilerOutcomeUnknownPattern = `{ $.msg = "reconciled" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
+)

@@ -1,0 +1,514 @@
+package construct
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/service/notify"
+)
+
+// Longrun is one longrun deployment in a CDK app: what New created, for the app to wire
+// further (outputs, alarms' actions, permissions of its own).
+type Longrun struct {
+	constructs.Construct
+
+	// API is the REST API (stage Props.Stage); APIURL its URL, …/<stage>/ (the contract's
+	// paths start with v1/).
+	API    awsapigateway.RestApi
+	APIURL *string
+	// Table is longrun's DynamoDB table. Only longrun's functions use it.
+	Table awsdynamodb.Table
+	// Bus is where "Operation State Changed" events are published: Props.EventBus or the
+	// bus New created.
+	Bus awsevents.IEventBus
+	// StateMachines are the workflows by worker name, one per worker.
+	StateMachines map[string]awsstepfunctions.StateMachine
+	// Functions are longrun's own functions: "api", "dispatcher", "notifier", "recorder"
+	// and "reconciler" (the workers are the app's).
+	Functions map[string]awslambda.Function
+	// DeadLetterQueues are the stream consumers' on-failure queues: "dispatcher" (also the
+	// reconciler's) and "notifier".
+	DeadLetterQueues map[string]awssqs.Queue
+	// TypesLayer holds the definitions files on /opt; nil for the built-in types.
+	TypesLayer awslambda.LayerVersion
+	// UserPool authorizes the API with Cognito (Props.Cognito's pool or the one New
+	// created); nil with IAM. UserPoolClient is the app client New created with the pool;
+	// nil otherwise.
+	UserPool       awscognito.IUserPool
+	UserPoolClient awscognito.UserPoolClient
+	// TypesFiles are LONGRUN_TYPES_FILE's paths on Lambda; none for the built-in types.
+	TypesFiles []string
+}
+
+// Function settings of longrun's functions: memory (MB) and timeout (s).
+var functionSettings = map[string][2]float64{
+	"api":        {512, 10},
+	"dispatcher": {256, 60},
+	"notifier":   {256, 60},
+	"recorder":   {256, 30},
+	"reconciler": {256, 120},
+}
+
+// reservedConcurrency is what the functions that move work forward keep for themselves, so
+// that a flood of API calls or worker steps cannot starve them of the account's
+// concurrency: the dispatcher and notifier (stream consumers: one concurrent batch per
+// shard), the recorder (one call per execution's end) and the reconciler (a schedule; one
+// run at a time). It is also each one's ceiling. The API and the workers share the rest.
+var reservedConcurrency = map[string]float64{
+	"dispatcher": 20,
+	"notifier":   20,
+	"recorder":   20,
+	"reconciler": 1,
+}
+
+// New defines a longrun deployment in scope. It panics, stopping synthesis, on props that
+// would deploy something other than was meant: an invalid definitions file (the message
+// names the file, type and field), a worker of the types without a function in
+// props.Workers or a function for no worker, a worker whose timeout is shorter than its
+// types' stepTimeout, or contradicting settings.
+func New(scope constructs.Construct, id string, props *Props) *Longrun {
+	if props == nil {
+		panic("longrun construct: props are required (Stage, CodeDir and Workers)")
+	}
+	if err := props.check(); err != nil {
+		panic("longrun construct: " + err.Error())
+	}
+	served, err := loadTypes(props.TypesFile, props.DemoTypes)
+	if err != nil {
+		panic("longrun construct: the operation types: " + err.Error())
+	}
+	if err := served.checkWorkers(props.Workers); err != nil {
+		panic("longrun construct: the workers:\n" + err.Error())
+	}
+
+	lr := &Longrun{Functions: map[string]awslambda.Function{},
+		StateMachines: map[string]awsstepfunctions.StateMachine{}, DeadLetterQueues: map[string]awssqs.Queue{}}
+	// Registered with jsii as a construct of its own, so the app may use it as a scope (jsii
+	// wants *Longrun to have a method of its own: GrantCall is).
+	constructs.NewConstruct_Override(lr, scope, jsii.String(id))
+	var c constructs.Construct = lr
+	stack := awscdk.Stack_Of(c)
+	arch := props.Architecture
+	if arch == nil {
+		arch = awslambda.Architecture_ARM_64()
+	}
+	name := func(s string) *string { return jsii.String("longrun-" + props.Stage + "-" + s) }
+	dev := props.Stage == "dev"
+
+	lr.Table = newTable(c, props, dev)
+	if props.EventBus != nil {
+		lr.Bus = props.EventBus
+	} else {
+		lr.Bus = awsevents.NewEventBus(c, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: name("events")})
+	}
+	for _, q := range []string{"dispatcher", "notifier"} {
+		lr.DeadLetterQueues[q] = awssqs.NewQueue(c, jsii.String(title(q)+"DeadLetters"), &awssqs.QueueProps{
+			QueueName:       name(q + "-dlq"),
+			RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+			EnforceSSL:      jsii.Bool(true),
+		})
+	}
+	dlqs := lr.DeadLetterQueues
+
+	// Every longrun function serves the same operation types (internal/aws/config, Types):
+	// the same files (the layer) and the same demo setting.
+	env := map[string]*string{
+		"LONGRUN_TABLE":      lr.Table.TableName(),
+		"LONGRUN_DEMO_TYPES": jsii.String(strconv.FormatBool(props.DemoTypes)),
+	}
+	var layers *[]awslambda.ILayerVersion
+	if len(served.paths) > 0 {
+		dir, files, err := stageTypes(served.paths)
+		if err != nil {
+			panic("longrun construct: staging the types layer: " + err.Error())
+		}
+		lr.TypesLayer = awslambda.NewLayerVersion(c, jsii.String("TypesLayer"), &awslambda.LayerVersionProps{
+			LayerVersionName:        name("types"),
+			Description:             jsii.String("longrun " + props.Stage + ": the operation types (" + strings.Join(files, ", ") + ")"),
+			Code:                    awslambda.Code_FromAsset(jsii.String(dir), nil),
+			CompatibleArchitectures: &[]awslambda.Architecture{arch},
+			CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
+		})
+		lr.TypesFiles = files
+		env["LONGRUN_TYPES_FILE"] = jsii.String(strings.Join(files, ","))
+		layers = &[]awslambda.ILayerVersion{lr.TypesLayer}
+	}
+	fn := func(fname string, extra map[string]*string) awslambda.Function {
+		vars := map[string]*string{}
+		for k, v := range env {
+			vars[k] = v
+		}
+		for k, v := range extra {
+			vars[k] = v
+		}
+		logs := awslogs.NewLogGroup(c, jsii.String(title(fname)+"Logs"), &awslogs.LogGroupProps{
+			LogGroupName:  jsii.String("/aws/lambda/longrun-" + props.Stage + "-" + fname),
+			Retention:     awslogs.RetentionDays_ONE_MONTH,
+			RemovalPolicy: removal(dev),
+		})
+		var reserved *float64
+		if n, ok := reservedConcurrency[fname]; ok && !props.NoReservedConcurrency {
+			reserved = jsii.Number(n)
+		}
+		f := awslambda.NewFunction(c, jsii.String(title(fname)), &awslambda.FunctionProps{
+			FunctionName:                 name(fname),
+			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:                 arch,
+			Handler:                      jsii.String("bootstrap"),
+			Code:                         awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
+			MemorySize:                   jsii.Number(functionSettings[fname][0]),
+			Timeout:                      awscdk.Duration_Seconds(jsii.Number(functionSettings[fname][1])),
+			Environment:                  &vars,
+			Layers:                       layers,
+			LogGroup:                     logs,
+			LoggingFormat:                awslambda.LoggingFormat_JSON,
+			ReservedConcurrentExecutions: reserved,
+		})
+		lr.Functions[fname] = f
+		return f
+	}
+
+	// The recorder first: the workflows need it, the dispatcher needs the workflows.
+	recorder := fn("recorder", nil)
+	workers := served.registry.Workers()
+	for _, w := range workers {
+		worker := props.Workers[w]
+		sm := awsstepfunctions.NewStateMachine(c, jsii.String(title(w)+"Workflow"), &awsstepfunctions.StateMachineProps{
+			StateMachineName: name(w),
+			StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
+			DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(jsii.String(stepfunctions.Template())),
+			DefinitionSubstitutions: &map[string]*string{
+				stepfunctions.WorkerFunctionArn:   worker.FunctionArn(),
+				stepfunctions.RecorderFunctionArn: recorder.FunctionArn(),
+			},
+		})
+		sm.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(TypesMetadataKey), served.typesMetadata(w))
+		grantInvoke(worker, sm)
+		recorder.GrantInvoke(sm)
+		lr.StateMachines[w] = sm
+	}
+	arns := map[string]interface{}{}
+	for _, w := range workers {
+		arns[w] = lr.StateMachines[w].StateMachineArn()
+	}
+	machinesJSON := stack.ToJsonString(arns, nil)
+
+	users := newUserPool(c, props, dev, name)
+	apiEnv := map[string]*string{}
+	if users != nil {
+		lr.UserPool, lr.UserPoolClient = users.pool, users.client
+		apiEnv["LONGRUN_COGNITO_CLIENT_IDS"] = users.clientIDs
+	}
+	if len(props.OperatorPrincipals) > 0 {
+		apiEnv["LONGRUN_OPERATOR_PRINCIPALS"] = jsii.String(strings.Join(props.OperatorPrincipals, ","))
+	}
+	if props.TenantQuota != nil {
+		apiEnv["LONGRUN_QUOTA"] = jsii.String(strconv.Itoa(*props.TenantQuota))
+	}
+	if props.PrincipalQuota != nil {
+		apiEnv["LONGRUN_PRINCIPAL_QUOTA"] = jsii.String(strconv.Itoa(*props.PrincipalQuota))
+	}
+	if props.IdempotencyWindow > 0 {
+		apiEnv["LONGRUN_IDEMPOTENCY_WINDOW"] = jsii.String(props.IdempotencyWindow.String())
+	}
+	api := fn("api", apiEnv)
+	dispatcher := fn("dispatcher", map[string]*string{
+		"LONGRUN_STATE_MACHINES": machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlqs["dispatcher"].QueueUrl(),
+	})
+	notifier := fn("notifier", map[string]*string{"LONGRUN_EVENT_BUS": lr.Bus.EventBusName()})
+	reconciler := fn("reconciler", map[string]*string{
+		"LONGRUN_STATE_MACHINES": machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlqs["dispatcher"].QueueUrl(),
+	})
+
+	grantAdmission(lr.Table, api)
+	grantData(lr.Table, dispatcher, true)
+	grantData(lr.Table, recorder, true)
+	// The reconciler reads the due index (its work) and the attention index (its count of
+	// operations waiting for an operator).
+	grantData(lr.Table, reconciler, true, dynamo.IndexDue, dynamo.IndexAttention)
+	for _, f := range []awslambda.Function{dispatcher, reconciler} {
+		grantExecutions(stack, f, lr.StateMachines, workers)
+		dlqs["dispatcher"].GrantSendMessages(f)
+	}
+	lr.Bus.GrantPutEventsTo(notifier, nil)
+	guardBus(c, lr.Bus, notifier, props.EventPublishers)
+
+	for _, m := range eventsource.Mappings() {
+		mapping(lr.Functions[m.Function], lr.Table, m, dlqs[m.Function])
+	}
+
+	awsevents.NewRule(c, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
+		RuleName: name("reconcile"),
+		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(reconciler, nil)},
+	})
+
+	lr.API = newAPI(c, props, dev, api, users, name)
+	// The outputs are the app's: not the one RestApi adds by itself.
+	lr.API.Node().TryRemoveChild(jsii.String("Endpoint"))
+	lr.APIURL = lr.API.Url()
+	newAlarms(c, props, lr.Functions, props.Workers, dlqs, lr.StateMachines, name)
+	return lr
+}
+
+// GrantCall lets grantee call the API when it authorizes with IAM: execute-api:Invoke on
+// every method and path of its stage (the API's answers then depend on who calls:
+// docs/idempotency.md). With Cognito the caller needs an ID token instead, and the grant
+// changes nothing.
+func (lr *Longrun) GrantCall(grantee awsiam.IGrantable) awsiam.Grant {
+	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings("execute-api:Invoke"),
+		ResourceArns: &[]*string{lr.API.ArnForExecuteApi(jsii.String("*"), jsii.String("/*"), lr.API.DeploymentStage().StageName())},
+	})
+}
+
+// grantInvoke lets the state machine invoke its worker, and nothing else of it: a function
+// of the app grants it itself (GrantInvoke, which also handles another account); for an
+// imported one, whose permissions the construct cannot change, the grant is the state
+// machine role's policy alone (on the function and its versions and aliases, as
+// GrantInvoke's), and the function's own account must allow the role when it is another.
+func grantInvoke(worker awslambda.IFunction, sm awsstepfunctions.StateMachine) {
+	if f, ok := worker.(awslambda.Function); ok {
+		f.GrantInvoke(sm)
+		return
+	}
+	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      sm,
+		Actions:      jsii.Strings("lambda:InvokeFunction"),
+		ResourceArns: &[]*string{worker.FunctionArn(), jsii.String(*worker.FunctionArn() + ":*")},
+	})
+}
+
+// guardBus denies everyone but the notifier (and the configured publishers, e.g. who runs
+// `longrun republish`) putting events with longrun's source on the bus: consumers trust
+// source "longrun", so nobody else in the account may forge it. A Deny in the bus's
+// resource policy wins over any identity policy that allows events:PutEvents.
+func guardBus(scope constructs.Construct, bus awsevents.IEventBus, notifier awslambda.Function, publishers []string) {
+	allowed := []*string{notifier.Role().RoleArn()}
+	for _, p := range publishers {
+		allowed = append(allowed, jsii.String(p))
+	}
+	const sid = "OnlyLongrunPublishesLongrunEvents"
+	condition := map[string]interface{}{
+		"StringEquals": map[string]interface{}{"events:source": notify.Source},
+		"ArnNotEquals": map[string]interface{}{"aws:PrincipalArn": allowed},
+	}
+	if created, ok := bus.(awsevents.EventBus); ok {
+		created.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String(sid),
+			Effect:     awsiam.Effect_DENY,
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+			Actions:    jsii.Strings("events:PutEvents"),
+			Resources:  &[]*string{bus.EventBusArn()},
+			Conditions: &condition,
+		}))
+		return
+	}
+	// A bus the app imported: the statement on its own, beside the bus's other statements.
+	awsevents.NewCfnEventBusPolicy(scope, jsii.String("BusGuard"), &awsevents.CfnEventBusPolicyProps{
+		EventBusName: bus.EventBusName(),
+		StatementId:  jsii.String(sid),
+		Statement: map[string]interface{}{
+			"Sid": sid, "Effect": "Deny", "Principal": map[string]interface{}{"AWS": "*"},
+			"Action": "events:PutEvents", "Resource": bus.EventBusArn(), "Condition": condition,
+		},
+	})
+}
+
+// newTable mirrors dynamo.TableSpec, the definition the local stack and tests create.
+func newTable(scope constructs.Construct, props *Props, dev bool) awsdynamodb.Table {
+	spec := dynamo.TableSpec("unused")
+	attr := func(name string) *awsdynamodb.Attribute {
+		return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
+	}
+	key := func(ks []types.KeySchemaElement, kt types.KeyType) *awsdynamodb.Attribute {
+		for _, k := range ks {
+			if k.KeyType == kt {
+				return attr(*k.AttributeName)
+			}
+		}
+		return nil
+	}
+	// Encryption at rest: an AWS owned key unless a customer managed key is asked for, an
+	// existing one (TableKey) or one the construct creates.
+	encryption, kmsKey := awsdynamodb.TableEncryption_DEFAULT, awskms.IKey(nil)
+	if props.customerKey() {
+		encryption = awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+		kmsKey = props.TableKey
+		if kmsKey == nil {
+			kmsKey = awskms.NewKey(scope, jsii.String("TableKey"), &awskms.KeyProps{
+				Alias:             jsii.String("alias/longrun-" + props.Stage + "-table"),
+				Description:       jsii.String("longrun " + props.Stage + ": the table's encryption at rest"),
+				EnableKeyRotation: jsii.Bool(true),
+				PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
+				RemovalPolicy:     removal(dev),
+			})
+		}
+	}
+	table := awsdynamodb.NewTable(scope, jsii.String("Table"), &awsdynamodb.TableProps{
+		TableName:           jsii.String("longrun-" + props.Stage),
+		PartitionKey:        key(spec.KeySchema, types.KeyTypeHash),
+		SortKey:             key(spec.KeySchema, types.KeyTypeRange),
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		Stream:              awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		TimeToLiveAttribute: jsii.String("expires_at"),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(!dev),
+		RemovalPolicy:      removal(dev),
+		Encryption:         encryption,
+		EncryptionKey:      kmsKey,
+	})
+	for _, gsi := range spec.GlobalSecondaryIndexes {
+		p := &awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      gsi.IndexName,
+			PartitionKey:   key(gsi.KeySchema, types.KeyTypeHash),
+			SortKey:        key(gsi.KeySchema, types.KeyTypeRange),
+			ProjectionType: awsdynamodb.ProjectionType(gsi.Projection.ProjectionType),
+		}
+		if len(gsi.Projection.NonKeyAttributes) > 0 {
+			p.NonKeyAttributes = jsii.Strings(gsi.Projection.NonKeyAttributes...)
+		}
+		table.AddGlobalSecondaryIndex(p)
+	}
+	return table
+}
+
+// grantData gives f the item actions it uses, on the table and the named indexes only:
+// Query for reads, PutItem/UpdateItem for facts and projections, DeleteItem for releasing
+// a target lock (only writers of terminal facts). No Scan, no batch, no wildcard.
+// (TransactWriteItems has no action of its own: each item is authorized as its Put,
+// Update or Delete.)
+func grantData(table awsdynamodb.Table, f awslambda.Function, terminal bool, indexes ...string) {
+	actions := []string{"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	if terminal {
+		actions = append(actions, "dynamodb:DeleteItem")
+	}
+	grantItems(table, f, actions, indexes...)
+}
+
+// grantAdmission is the API's: grantData's on the table and its scope index, and the reads
+// beside the admission transaction (GetItem of the key's record, BatchGetItem of the quota
+// counters when a quota's shard is full).
+func grantAdmission(table awsdynamodb.Table, f awslambda.Function) {
+	grantItems(table, f, []string{"dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem",
+		"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, dynamo.IndexByScope)
+}
+
+func grantItems(table awsdynamodb.Table, f awslambda.Function, actions []string, indexes ...string) {
+	resources := []*string{table.TableArn()}
+	for _, ix := range indexes {
+		resources = append(resources, jsii.String(*table.TableArn()+"/index/"+ix))
+	}
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Actions: jsii.Strings(actions...), Resources: &resources}))
+	// A customer managed key: what DynamoDB needs of the caller to use it, on that key only
+	// (the stream mappings get theirs from CDK).
+	if key := table.EncryptionKey(); key != nil {
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey",
+				"kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncryptFrom", "kms:ReEncryptTo"),
+			Resources: &[]*string{key.KeyArn()},
+		}))
+	}
+}
+
+// grantExecutions lets f start executions of the workflows, and describe and stop them.
+func grantExecutions(stack awscdk.Stack, f awslambda.Function, machines map[string]awsstepfunctions.StateMachine, names []string) {
+	var starts, executions []*string
+	for _, n := range names {
+		starts = append(starts, machines[n].StateMachineArn())
+		executions = append(executions, stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("states"), Resource: jsii.String("execution"),
+			ResourceName: jsii.String(*machines[n].StateMachineName() + ":*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+		}))
+	}
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("states:StartExecution"), Resources: &starts,
+	}))
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"), Resources: &executions,
+	}))
+}
+
+// mapping attaches a stream event source with the settings of internal/aws/eventsource.
+func mapping(f awslambda.Function, table awsdynamodb.Table, m eventsource.Mapping, dlq awssqs.Queue) {
+	var pattern map[string]interface{}
+	if err := json.Unmarshal([]byte(m.Filter), &pattern); err != nil {
+		panic(fmt.Sprintf("longrun construct: filter of %s: %v", m.Function, err))
+	}
+	props := &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:        awslambda.StartingPosition(m.StartingPosition),
+		BatchSize:               jsii.Number(float64(m.BatchSize)),
+		BisectBatchOnError:      jsii.Bool(m.BisectOnError),
+		RetryAttempts:           jsii.Number(float64(m.MaxRetries)),
+		ReportBatchItemFailures: jsii.Bool(m.ReportBatchItemFailures),
+		OnFailure:               awslambdaeventsources.NewSqsDlq(dlq),
+		Filters:                 &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&pattern)},
+	}
+	if m.MaxBatchingWindow > 0 {
+		props.MaxBatchingWindow = awscdk.Duration_Millis(jsii.Number(float64(m.MaxBatchingWindow.Milliseconds())))
+	}
+	f.AddEventSource(awslambdaeventsources.NewDynamoEventSource(table, props))
+}
+
+func removal(dev bool) awscdk.RemovalPolicy {
+	if dev {
+		return awscdk.RemovalPolicy_DESTROY
+	}
+	return awscdk.RemovalPolicy_RETAIN
+}
+
+// title turns "worker-demo-task" into "WorkerDemoTask" for construct ids.
+func title(s string) string {
+	out := []byte{}
+	up := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '-' || c == '.' {
+			up = true
+			continue
+		}
+		if up && c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up = false
+		out = append(out, c)
+	}
+	return string(out)
+}
+
+func sorted[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,512 @@
+package construct_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/construct"
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+)
+
+// Each workflow may invoke its own worker and the recorder, and nothing else: the worker
+// the app defines through its own grant, the imported one through the state machine role's
+// policy alone (the construct cannot change an imported function's permissions).
+func TestEachWorkflowInvokesItsWorkerAndTheRecorderOnly(t *testing.T) {
+	tpl := team(t)
+	recorder, _ := tpl.function(t, "longrun-prod-recorder")
+	roles := map[string]string{}
+	for worker, arn := range map[string]string{"provisioner": "${" + tpl.provisioner + ".Arn}", "mailer": mailerArn} {
+		_, sm := tpl.machine(t, "longrun-prod-"+worker)
+		subs := sm.Properties["DefinitionSubstitutions"].(map[string]any)
+		if got := render(subs[stepfunctions.WorkerFunctionArn]); got != arn {
+			t.Errorf("%s: the Work state invokes %s, want %s", worker, got, arn)
+		}
+		if got := render(subs[stepfunctions.RecorderFunctionArn]); got != "${"+recorder+".Arn}" {
+			t.Errorf("%s: the Gate state invokes %s, want the recorder", worker, got)
+		}
+		role := roleOf(t, sm.Properties, "RoleArn")
+		roles[role] = worker
+		var got []string
+		for _, st := range tpl.roleStatements(role) {
+			if st["Effect"] != "Allow" || !reflect.DeepEqual(actionsOf(st), []string{"lambda:InvokeFunction"}) || st["Condition"] != nil {
+				t.Errorf("%s's workflow may %v (%v) on %v", worker, actionsOf(st), st["Effect"], st["Resource"])
+			}
+			got = append(got, resourcesOf(st)...)
+		}
+		sort.Strings(got)
+		want := []string{"${" + recorder + ".Arn}", "${" + recorder + ".Arn}:*", arn, arn + ":*"}
+		sort.Strings(want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s's workflow may invoke\n%v\nwant\n%v", worker, got, want)
+		}
+	}
+	if len(roles) != 2 {
+		t.Errorf("the workflows share a role: %v", roles)
+	}
+	// Nothing else in the template may invoke a worker: no other role's statement and no
+	// resource permission names either.
+	for id, p := range tpl.of("AWS::IAM::Policy") {
+		for _, role := range p.Properties["Roles"].([]any) {
+			if roles[role.(map[string]any)["Ref"].(string)] != "" {
+				continue
+			}
+			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				for _, r := range resourcesOf(st.(map[string]any)) {
+					if strings.HasPrefix(r, mailerArn) || strings.HasPrefix(r, "${"+tpl.provisioner+".Arn}") {
+						t.Errorf("%s: role %v may %v on a worker", id, role, actionsOf(st.(map[string]any)))
+					}
+				}
+			}
+		}
+	}
+	for id, p := range tpl.of("AWS::Lambda::Permission") {
+		if text := render(p.Properties["FunctionName"]); strings.Contains(text, mailerArn) || strings.Contains(text, tpl.provisioner) {
+			t.Errorf("%s: a resource permission on a worker: %v", id, p.Properties)
+		}
+	}
+}
+
+// Workers never touch longrun's table (docs/worker-protocol.md): no role but longrun's
+// functions' has any DynamoDB or KMS action or names the table, and the construct gives the
+// worker the app defines no policy and no setting at all.
+func TestWorkersHaveNoTableAccess(t *testing.T) {
+	tpl := team(t)
+	tableID, _ := tpl.only(t, "AWS::DynamoDB::Table")
+	longrun := map[string]string{}
+	for _, f := range longrunFunctions {
+		_, props := tpl.function(t, "longrun-prod-"+f)
+		longrun[roleOf(t, props, "Role")] = f
+	}
+	withData := map[string]bool{}
+	for id, p := range tpl.of("AWS::IAM::Policy") {
+		for _, role := range p.Properties["Roles"].([]any) {
+			roleID := role.(map[string]any)["Ref"].(string)
+			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				st := st.(map[string]any)
+				data := strings.Contains(render(st["Resource"]), tableID)
+				for _, a := range actionsOf(st) {
+					data = data || strings.HasPrefix(a, "dynamodb:") || strings.HasPrefix(a, "kms:")
+				}
+				if !data {
+					continue
+				}
+				if longrun[roleID] == "" {
+					t.Errorf("%s: role %s (not longrun's) may %v on %v", id, roleID, actionsOf(st), st["Resource"])
+				}
+				withData[longrun[roleID]] = true
+			}
+		}
+	}
+	// The test would pass on a template without grants: the functions that use the table
+	// have theirs (the notifier reads the stream through its mapping).
+	for _, f := range longrunFunctions {
+		if !withData[f] {
+			t.Errorf("%s has no access to the table", f)
+		}
+	}
+	worker := tpl.Resources[tpl.provisioner].Properties
+	if statements := tpl.roleStatements(roleOf(t, worker, "Role")); len(statements) != 0 {
+		t.Errorf("the provisioner's role got statements: %v", statements)
+	}
+	if env := envOf(worker); len(env) != 0 || worker["Layers"] != nil {
+		t.Errorf("the provisioner got settings: env %v, layers %v", env, worker["Layers"])
+	}
+}
+
+// Each workflow carries its types' limits (metadata), and the Work state takes each step's
+// timeout from the recorder's decision, that is from the type.
+func TestTypesLimitsAreOnTheirWorkflows(t *testing.T) {
+	tpl := team(t)
+	for worker, want := range map[string]map[string]any{
+		"provisioner": {"provision.environment": map[string]any{"deadlineSeconds": float64(7200), "stepTimeoutSeconds": float64(300), "maxSteps": float64(240)}},
+		"mailer":      {"notify.mail": map[string]any{"deadlineSeconds": float64(600), "stepTimeoutSeconds": float64(30), "maxSteps": float64(3)}},
+	} {
+		_, sm := tpl.machine(t, "longrun-prod-"+worker)
+		if got := sm.Metadata[construct.TypesMetadataKey]; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: metadata %s = %v, want %v", worker, construct.TypesMetadataKey, got, want)
+		}
+		if sm.Properties["DefinitionString"] != stepfunctions.Template() {
+			t.Errorf("%s: the definition is not the template", worker)
+		}
+	}
+	if !strings.Contains(stepfunctions.Template(), `"TimeoutSecondsPath": "$.gate.decision.stepTimeoutSeconds"`) {
+		t.Error("the Work state must take its timeout from the recorder's decision")
+	}
+}
+
+// layerFiles reads the files of the template's one types layer as they will be uploaded
+// (the staged asset its S3Key names), and returns the layer's logical id.
+func (tpl *template) layerFiles(t *testing.T) (string, map[string]string) {
+	t.Helper()
+	id, layer := tpl.only(t, "AWS::Lambda::LayerVersion")
+	key, _ := layer.Properties["Content"].(map[string]any)["S3Key"].(string)
+	hash, ok := strings.CutSuffix(key, ".zip")
+	if !ok {
+		t.Fatalf("layer content %v", layer.Properties["Content"])
+	}
+	entries, err := os.ReadDir(filepath.Join(tpl.outdir, "asset."+hash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(tpl.outdir, "asset."+hash, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	if runtimes := layer.Properties["CompatibleRuntimes"]; !reflect.DeepEqual(runtimes, []any{"provided.al2023"}) {
+		t.Errorf("layer runtimes %v", runtimes)
+	}
+	return id, files
+}
+
+// The definitions file reaches longrun's functions: in a layer (on /opt), which every one of
+// the five has, and LONGRUN_TYPES_FILE names it there; the worker has neither.
+func TestTypesFileReachesLongrunsFunctions(t *testing.T) {
+	tpl := team(t)
+	layer, files := tpl.layerFiles(t)
+	want, _ := os.ReadFile("testdata/team.types.yaml")
+	if !reflect.DeepEqual(files, map[string]string{"team.types.yaml": string(want)}) {
+		t.Errorf("layer files %v", files)
+	}
+	// What the functions will load is what was checked at synthesis.
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "team.types.yaml"), []byte(files["team.types.yaml"]), 0o644)
+	if f, err := optype.Load(filepath.Join(dir, "team.types.yaml")); err != nil || len(f.Types) != 2 {
+		t.Errorf("the staged file: %v", err)
+	}
+	for _, f := range longrunFunctions {
+		_, props := tpl.function(t, "longrun-prod-"+f)
+		if got := envOf(props)["LONGRUN_TYPES_FILE"]; got != "/opt/team.types.yaml" {
+			t.Errorf("%s: LONGRUN_TYPES_FILE=%v", f, got)
+		}
+		if !reflect.DeepEqual(props["Layers"], []any{map[string]any{"Ref": layer}}) {
+			t.Errorf("%s: layers %v", f, props["Layers"])
+		}
+		if got := envOf(props)["LONGRUN_DEMO_TYPES"]; got != "false" {
+			t.Errorf("%s: LONGRUN_DEMO_TYPES=%v", f, got)
+		}
+	}
+	if got := team(t).lr.TypesFiles; !reflect.DeepEqual(got, []string{"/opt/team.types.yaml"}) {
+		t.Errorf("TypesFiles %v", got)
+	}
+}
+
+// What the construct exposes is what it created: the team's outputs of the API URL, table,
+// bus and state machines refer to those resources, and the construct adds no output itself.
+func TestExposedValuesAreTheResources(t *testing.T) {
+	tpl := team(t)
+	lr := tpl.lr
+	if lr.API == nil || lr.APIURL == nil || lr.Table == nil || lr.Bus == nil || lr.TypesLayer == nil || lr.Node() == nil {
+		t.Fatalf("unset: %+v", lr)
+	}
+	if lr.UserPool != nil || lr.UserPoolClient != nil {
+		t.Errorf("an IAM deployment exposes a user pool")
+	}
+	if got := slices.Sorted(func(yield func(string) bool) {
+		for k, f := range lr.Functions {
+			if f != nil && !yield(k) {
+				return
+			}
+		}
+	}); !reflect.DeepEqual(got, longrunFunctions) {
+		t.Errorf("Functions %v, want %v", got, longrunFunctions)
+	}
+	if len(lr.StateMachines) != 2 || lr.StateMachines["provisioner"] == nil || lr.StateMachines["mailer"] == nil {
+		t.Errorf("StateMachines %v", lr.StateMachines)
+	}
+	if len(lr.DeadLetterQueues) != 2 {
+		t.Errorf("DeadLetterQueues %v", lr.DeadLetterQueues)
+	}
+	restAPI, _ := tpl.only(t, "AWS::ApiGateway::RestApi")
+	stage, _ := tpl.only(t, "AWS::ApiGateway::Stage")
+	table, _ := tpl.only(t, "AWS::DynamoDB::Table")
+	bus, _ := tpl.only(t, "AWS::Events::EventBus")
+	provisioner, _ := tpl.machine(t, "longrun-prod-provisioner")
+	mailer, _ := tpl.machine(t, "longrun-prod-mailer")
+	for output, want := range map[string]string{
+		"ApiUrl":      "https://${" + restAPI + "}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${" + stage + "}/",
+		"Table":       "${" + table + "}",
+		"Bus":         "${" + bus + "}",
+		"Provisioner": "${" + provisioner + "}",
+		"Mailer":      "${" + mailer + "}",
+	} {
+		if got := render(tpl.Outputs[output+"Output"].Value); got != want {
+			t.Errorf("output %s = %s, want %s", output, got, want)
+		}
+	}
+	if len(tpl.Outputs) != 5 {
+		t.Errorf("outputs %v: the construct must add none of its own", tpl.Outputs)
+	}
+	// GrantCall: the team's caller may invoke every method and path of the API's stage.
+	var caller string
+	for id := range tpl.of("AWS::IAM::Role") {
+		if strings.HasPrefix(id, "Caller") {
+			caller = id
+		}
+	}
+	var calls []string
+	for _, st := range tpl.roleStatements(caller) {
+		if reflect.DeepEqual(actionsOf(st), []string{"execute-api:Invoke"}) {
+			calls = append(calls, resourcesOf(st)...)
+		}
+	}
+	if want := []string{"arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${" + restAPI + "}/${" + stage + "}/*/*"}; !reflect.DeepEqual(calls, want) {
+		t.Errorf("the caller may invoke %v, want %v", calls, want)
+	}
+	// IAM authorization by default, on every method.
+	for id, m := range tpl.of("AWS::ApiGateway::Method") {
+		if m.Properties["AuthorizationType"] != "AWS_IAM" {
+			t.Errorf("%s: %v", id, m.Properties["AuthorizationType"])
+		}
+	}
+	// A stage other than dev keeps its data.
+	if p := tpl.Resources[table].Properties; p["DeletionProtectionEnabled"] != true {
+		t.Errorf("prod table without deletion protection: %v", p["DeletionProtectionEnabled"])
+	}
+}
+
+// Several files: each is its own file on /opt (a name two share gets a prefix), all in
+// LONGRUN_TYPES_FILE; a worker's timeout must cover its longest step; demo types, and a
+// worker serving only them, exist only with DemoTypes.
+func TestSeveralFiles(t *testing.T) {
+	const files = "testdata/team.types.yaml,testdata/more/team.types.yaml"
+	a := newApp(t)
+	workers := map[string]awslambda.IFunction{
+		"provisioner": a.pythonWorker("Provisioner", 10*time.Minute),
+		"mailer":      awslambda.Function_FromFunctionArn(a.stack, jsii.String("Mailer"), jsii.String(mailerArn)),
+	}
+	lr := construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: files, CodeDir: codeDir(), Workers: workers})
+	tpl := a.template(t)
+	_, got := tpl.layerFiles(t)
+	first, _ := os.ReadFile("testdata/team.types.yaml")
+	second, _ := os.ReadFile("testdata/more/team.types.yaml")
+	if !reflect.DeepEqual(got, map[string]string{"team.types.yaml": string(first), "2-team.types.yaml": string(second)}) {
+		t.Errorf("layer files %v", got)
+	}
+	for _, f := range longrunFunctions {
+		_, props := tpl.function(t, "longrun-dev-"+f)
+		if v := envOf(props)["LONGRUN_TYPES_FILE"]; v != "/opt/team.types.yaml,/opt/2-team.types.yaml" {
+			t.Errorf("%s: LONGRUN_TYPES_FILE=%v", f, v)
+		}
+	}
+	_, sm := tpl.machine(t, "longrun-dev-provisioner")
+	if got := sm.Metadata[construct.TypesMetadataKey].(map[string]any); len(got) != 2 ||
+		got["provision.cleanup"].(map[string]any)["stepTimeoutSeconds"] != float64(600) {
+		t.Errorf("the provisioner's types: %v", got)
+	}
+	if len(tpl.of("AWS::StepFunctions::StateMachine")) != 2 || len(lr.StateMachines) != 2 {
+		t.Errorf("a workflow for the demo-only worker without DemoTypes")
+	}
+
+	// The provisioner's 5m is enough for provision.environment, not for provision.cleanup.
+	short := newApp(t)
+	msg := mustPanic(t, func() {
+		construct.New(short.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: files, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+			"provisioner": short.pythonWorker("Provisioner", 5*time.Minute), "mailer": workers["mailer"],
+		}})
+	})
+	if !strings.Contains(msg, `worker "provisioner": its function's timeout 5m0s is shorter than the stepTimeout 10m0s of provision.cleanup`) {
+		t.Errorf("a short worker: %q", msg)
+	}
+	// The demo-only worker is a stranger without DemoTypes, and required with it.
+	demo := newApp(t)
+	msg = mustPanic(t, func() {
+		construct.New(demo.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: files, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+			"provisioner": demo.pythonWorker("Provisioner", 10*time.Minute), "mailer": workers["mailer"], "echo": demo.pythonWorker("Echo", time.Minute),
+		}})
+	})
+	if !strings.Contains(msg, `Props.Workers["echo"]: the worker serves only demo types (demo.echo), which are not served without DemoTypes`) {
+		t.Errorf("a demo worker without DemoTypes: %q", msg)
+	}
+	demo = newApp(t)
+	msg = mustPanic(t, func() {
+		construct.New(demo.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: files, DemoTypes: true, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+			"provisioner": demo.pythonWorker("Provisioner", 10*time.Minute), "mailer": workers["mailer"],
+		}})
+	})
+	if !strings.Contains(msg, `worker "echo" (demo.echo) has no function in Props.Workers`) {
+		t.Errorf("DemoTypes without the demo worker: %q", msg)
+	}
+}
+
+// Mistakes stop synthesis with a message that names them.
+func TestMistakesStopSynthesis(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		props   func(a *app) *construct.Props
+		message []string
+	}{
+		{"a missing worker", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(),
+				Workers: map[string]awslambda.IFunction{"provisioner": a.pythonWorker("P", 5*time.Minute)}}
+		}, []string{`worker "mailer" (notify.mail) has no function in Props.Workers`}},
+		{"an extra worker", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+				"provisioner": a.pythonWorker("P", 5*time.Minute), "mailer": a.pythonWorker("M", time.Minute), "billing": a.pythonWorker("B", time.Minute),
+			}}
+		}, []string{`Props.Workers["billing"]: no type served names worker "billing" (the workers are mailer, provisioner)`}},
+		{"no workers at all", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir()}
+		}, []string{`worker "mailer" (notify.mail) has no function`, `worker "provisioner" (provision.environment) has no function`}},
+		{"a nil worker", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+				"provisioner": a.pythonWorker("P", 5*time.Minute), "mailer": nil,
+			}}
+		}, []string{`Props.Workers["mailer"] is nil`}},
+		{"a worker with Lambda's default timeout", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+				"provisioner": a.pythonWorker("P", 5*time.Minute), "mailer": a.pythonWorker("M", 0),
+			}}
+		}, []string{`worker "mailer": its function's timeout 3s is shorter than the stepTimeout 30s of notify.mail`}},
+		{"an invalid types file", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFile: "testdata/invalid.types.yaml", CodeDir: codeDir()}
+		}, []string{`testdata/invalid.types.yaml: type "provision.environment": stepTimeout: must be more than 0 and at most 15m0s`}},
+		{"a missing types file", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml, testdata/nope.types.yaml", CodeDir: codeDir()}
+		}, []string{"testdata/nope.types.yaml: open testdata/nope.types.yaml: no such file or directory"}},
+		{"a types file of commas", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFile: " , ", CodeDir: codeDir()}
+		}, []string{"optype: no definitions files given"}},
+		{"built-in types without their worker", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir()}
+		}, []string{`worker "export-orders" (export.orders) has no function in Props.Workers`}},
+		{"a stage that cannot name resources", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "my stage", CodeDir: codeDir()}
+		}, []string{`Stage "my stage": want letters, digits and hyphens`}},
+		{"no code", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev"}
+		}, []string{"CodeDir is empty"}},
+		{"client ids without a pool", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), Cognito: &construct.CognitoOptions{ClientIDs: []string{"c"}}}
+		}, []string{"set Cognito.UserPool too"}},
+		{"a pool without client ids", func(a *app) *construct.Props {
+			pool := awscognito.UserPool_FromUserPoolId(a.stack, jsii.String("Pool"), jsii.String("us-east-1_x"))
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), Cognito: &construct.CognitoOptions{UserPool: pool}}
+		}, []string{"Cognito.UserPool needs Cognito.ClientIDs"}},
+		{"an operator that is no IAM identity", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), OperatorPrincipals: []string{"bob"}}
+		}, []string{`OperatorPrincipals: "bob" is not an IAM role or user ARN`}},
+		{"a negative quota", func(a *app) *construct.Props {
+			quota := -1
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), TenantQuota: &quota}
+		}, []string{"TenantQuota=-1: want a non-negative number"}},
+		{"an existing key with AWS owned encryption", func(a *app) *construct.Props {
+			key := awskms.Key_FromKeyArn(a.stack, jsii.String("Key"), jsii.String("arn:aws:kms:us-east-1:123456789012:key/k"))
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), TableEncryption: construct.TableEncryptionAWSOwned, TableKey: key}
+		}, []string{`TableKey needs TableEncryption "customer"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newApp(t)
+			props := tc.props(a)
+			msg := mustPanic(t, func() { construct.New(a.stack, "Longrun", props) })
+			for _, want := range tc.message {
+				if !strings.Contains(msg, want) {
+					t.Errorf("panic %q, want %q", msg, want)
+				}
+			}
+		})
+	}
+}
+
+// An existing bus is used, not a new one: the notifier publishes there and may put events
+// on it only, and the bus's policy gets the guard against forged longrun events. (Also: the
+// built-in types need no layer and no LONGRUN_TYPES_FILE; Cognito with a created pool.)
+func TestExistingEventBus(t *testing.T) {
+	const busArn = "arn:aws:events:us-east-1:123456789012:event-bus/team-events"
+	a := newApp(t)
+	bus := awsevents.EventBus_FromEventBusArn(a.stack, jsii.String("TeamBus"), jsii.String(busArn))
+	lr := construct.New(a.stack, "Longrun", &construct.Props{
+		Stage: "dev", CodeDir: codeDir(), EventBus: bus, Cognito: &construct.CognitoOptions{},
+		Workers: map[string]awslambda.IFunction{"export-orders": a.pythonWorker("ExportOrders", time.Minute)},
+	})
+	tpl := a.template(t)
+	if n := len(tpl.of("AWS::Events::EventBus")); n != 0 {
+		t.Errorf("%d buses created beside the given one", n)
+	}
+	if lr.Bus != bus {
+		t.Errorf("Bus is not the given bus")
+	}
+	_, notifier := tpl.function(t, "longrun-dev-notifier")
+	if got := envOf(notifier)["LONGRUN_EVENT_BUS"]; got != "team-events" {
+		t.Errorf("LONGRUN_EVENT_BUS=%v", got)
+	}
+	var puts []string
+	for _, st := range tpl.roleStatements(roleOf(t, notifier, "Role")) {
+		if slices.Contains(actionsOf(st), "events:PutEvents") {
+			puts = append(puts, resourcesOf(st)...)
+		}
+	}
+	if !reflect.DeepEqual(puts, []string{busArn}) {
+		t.Errorf("the notifier may put events on %v, want the given bus", puts)
+	}
+	_, policy := tpl.only(t, "AWS::Events::EventBusPolicy")
+	st := policy.Properties["Statement"].(map[string]any)
+	want := map[string]any{
+		"Sid": "OnlyLongrunPublishesLongrunEvents", "Effect": "Deny", "Principal": map[string]any{"AWS": "*"},
+		"Action": "events:PutEvents", "Resource": busArn,
+		"Condition": map[string]any{
+			"StringEquals": map[string]any{"events:source": "longrun"},
+			"ArnNotEquals": map[string]any{"aws:PrincipalArn": []any{map[string]any{"Fn::GetAtt": []any{roleOf(t, notifier, "Role"), "Arn"}}}},
+		},
+	}
+	if policy.Properties["EventBusName"] != "team-events" || !reflect.DeepEqual(st, want) {
+		t.Errorf("bus guard %v, want %v", policy.Properties, want)
+	}
+	if n := len(tpl.of("AWS::Lambda::LayerVersion")); n != 0 {
+		t.Errorf("%d layers for the built-in types", n)
+	}
+	for _, f := range longrunFunctions {
+		_, props := tpl.function(t, "longrun-dev-"+f)
+		if v, ok := envOf(props)["LONGRUN_TYPES_FILE"]; ok || props["Layers"] != nil {
+			t.Errorf("%s: LONGRUN_TYPES_FILE=%v, layers %v with the built-in types", f, v, props["Layers"])
+		}
+	}
+	if lr.UserPool == nil || lr.UserPoolClient == nil {
+		t.Errorf("Cognito: pool %v, client %v", lr.UserPool, lr.UserPoolClient)
+	}
+	pool, _ := tpl.only(t, "AWS::Cognito::UserPool")
+	_, auth := tpl.only(t, "AWS::ApiGateway::Authorizer")
+	if !reflect.DeepEqual(auth.Properties["ProviderARNs"], []any{map[string]any{"Fn::GetAtt": []any{pool, "Arn"}}}) {
+		t.Errorf("authorizer of %v", auth.Properties["ProviderARNs"])
+	}
+}
+
+// WorkerTimeouts is what a team sizes its workers by: the longest stepTimeout per worker of
+// the types served.
+func TestWorkerTimeouts(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		demo bool
+		want map[string]time.Duration
+	}{
+		{"", false, map[string]time.Duration{"export-orders": time.Minute}},
+		{"", true, map[string]time.Duration{"export-orders": time.Minute, "demo-task": time.Minute}},
+		{"testdata/team.types.yaml", false, map[string]time.Duration{"provisioner": 5 * time.Minute, "mailer": 30 * time.Second}},
+		{"testdata/team.types.yaml,testdata/more/team.types.yaml", true,
+			map[string]time.Duration{"provisioner": 10 * time.Minute, "mailer": 30 * time.Second, "echo": 10 * time.Second}},
+	} {
+		got, err := construct.WorkerTimeouts(tc.file, tc.demo)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("WorkerTimeouts(%q, %v) = %v, %v, want %v", tc.file, tc.demo, got, err, tc.want)
+		}
+	}
+	if _, err := construct.WorkerTimeouts("testdata/invalid.types.yaml", false); err == nil || !strings.Contains(err.Error(), "stepTimeout") {
+		t.Errorf("an invalid file: %v", err)
+	}
+}

@@ -1,0 +1,173 @@
+package construct
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+)
+
+// Props configure one longrun deployment. Stage, CodeDir and Workers are required; every
+// other field has a default.
+type Props struct {
+	// Stage names every resource longrun-<Stage>-… (the table is longrun-<Stage>) and
+	// decides what deleting the stack deletes: on "dev" everything, data included; on any
+	// other stage the table (deletion protection, RETAIN), its key, the user pool and the log
+	// groups survive. Letters, digits and hyphens, at most 24.
+	Stage string
+
+	// TypesFile is the operation types' definitions file (docs/operation-types.md), or
+	// several separated by commas as LONGRUN_TYPES_FILE takes them; relative paths are
+	// taken from the directory the CDK app runs in. Empty: the built-in types. The files are
+	// loaded and checked at synthesis and shipped to longrun's functions in a layer (TypesLayer).
+	TypesFile string
+	// DemoTypes serves the types marked demo: true (LONGRUN_DEMO_TYPES=true on every longrun
+	// function). Off, those types do not exist, and neither do workers that serve only them.
+	DemoTypes bool
+	// Workers are the team's worker functions by worker name (the worker key of the types):
+	// exactly the workers of the types served, each an awslambda.Function of the app or an
+	// imported one (awslambda.Function_FromFunctionArn). The team builds and owns them; the
+	// construct only lets each one's state machine invoke it. A worker in another account
+	// must itself allow that state machine's role (its resource policy).
+	Workers map[string]awslambda.IFunction
+
+	// CodeDir holds longrun's own functions, api.zip, dispatcher.zip, notifier.zip,
+	// recorder.zip and reconciler.zip, as longrun's cmd/release writes them
+	// (`go run github.com/longrun-dev/longrun/cmd/release -out DIR` in the app's module, which
+	// builds them from the longrun version the module requires).
+	CodeDir string
+	// Architecture is the instruction set of longrun's functions (and of the types layer):
+	// awslambda.Architecture_ARM_64() when nil, or Architecture_X86_64(). The zips must be
+	// built for it (cmd/release -arch amd64 for x86_64).
+	Architecture awslambda.Architecture
+	// NoReservedConcurrency leaves out the reserved concurrency of the functions that move
+	// work forward (dispatcher, notifier and recorder 20, reconciler 1), for accounts whose
+	// concurrency limit cannot spare it.
+	NoReservedConcurrency bool
+
+	// Cognito, when set, makes the API authorize callers with Cognito ID tokens instead of
+	// IAM (SigV4, the default).
+	Cognito *CognitoOptions
+	// OperatorPrincipals are the IAM roles and users (ARNs) that are operators when the API
+	// authorizes with IAM (LONGRUN_OPERATOR_PRINCIPALS): they may resolve unknown outcomes.
+	OperatorPrincipals []string
+	// TenantQuota and PrincipalQuota are the active operations a tenant and a caller may
+	// have (LONGRUN_QUOTA, LONGRUN_PRINCIPAL_QUOTA; 0 disables); nil: the functions' defaults,
+	// 1000 and 500.
+	TenantQuota, PrincipalQuota *int
+	// IdempotencyWindow is how long an idempotency key answers replays for types without a
+	// retention of their own (LONGRUN_IDEMPOTENCY_WINDOW); 0: 24h.
+	IdempotencyWindow time.Duration
+	// ThrottleRate and ThrottleBurst limit the API stage (requests/s); 0 means 100 and 200.
+	ThrottleRate, ThrottleBurst float64
+	// APIGatewayCloudWatchRole makes the construct set the account's (and region's) API
+	// Gateway CloudWatch Logs role, which the API's access log needs; off, the account must
+	// have one already. It is the account's, so it is kept when the stack goes.
+	APIGatewayCloudWatchRole bool
+
+	// EventBus is where the notifier publishes "Operation State Changed"; nil: the construct
+	// creates longrun-<Stage>-events. Either way the bus's resource policy gets a statement
+	// denying everyone but the notifier and EventPublishers events with source longrun, so
+	// a bus serves one longrun deployment.
+	EventBus awsevents.IEventBus
+	// EventPublishers are IAM roles and users (ARNs) that may put events with source longrun
+	// on the bus besides the notifier, e.g. who runs `longrun republish`.
+	EventPublishers []string
+
+	// TableEncryption is how the table is encrypted at rest: with an AWS owned key (the
+	// default) or a customer managed one, TableKey or one the construct creates.
+	TableEncryption TableEncryption
+	// TableKey is an existing customer managed KMS key for the table (it implies
+	// TableEncryptionCustomerManaged). Its key policy must let the construct's roles use it
+	// through DynamoDB.
+	TableKey awskms.IKey
+}
+
+// CognitoOptions select Cognito authorization. The zero value creates a user pool and its
+// app client: no self sign-up, custom:tenant ([TenantAttribute]) readable by the client but
+// set by administrators only, and the operators group [OperatorsGroup].
+type CognitoOptions struct {
+	// UserPool is an existing pool to authorize with instead of one the construct creates.
+	UserPool awscognito.IUserPool
+	// ClientIDs are UserPool's app clients whose ID tokens the API accepts
+	// (LONGRUN_COGNITO_CLIENT_IDS): clients that may not write custom:tenant. Required with
+	// UserPool, refused without it (a created pool brings its own client).
+	ClientIDs []string
+}
+
+// TableEncryption is how the table is encrypted at rest.
+type TableEncryption string
+
+const (
+	// TableEncryptionAWSOwned encrypts with a key AWS owns and manages (the default; "" too).
+	TableEncryptionAWSOwned TableEncryption = "aws-owned"
+	// TableEncryptionCustomerManaged encrypts with a customer managed key: Props.TableKey,
+	// or a key the construct creates (rotated yearly, alias alias/longrun-<Stage>-table).
+	TableEncryptionCustomerManaged TableEncryption = "customer"
+)
+
+var stagePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,23}$`)
+
+// customerKey reports whether the table is encrypted with a customer managed key.
+func (p *Props) customerKey() bool {
+	return p.TableEncryption == TableEncryptionCustomerManaged || p.TableKey != nil
+}
+
+// check refuses settings that would deploy something other than was meant. It does not
+// look at the types or the workers (New does, with the file loaded).
+func (p *Props) check() error {
+	if !stagePattern.MatchString(p.Stage) {
+		return fmt.Errorf("Stage %q: want letters, digits and hyphens (at most 24), such as dev or prod", p.Stage)
+	}
+	if p.CodeDir == "" {
+		return fmt.Errorf("CodeDir is empty: it holds longrun's function zips (longrun's cmd/release -out DIR writes them)")
+	}
+	if c := p.Cognito; c != nil {
+		if c.UserPool != nil && len(c.ClientIDs) == 0 {
+			return fmt.Errorf("Cognito.UserPool needs Cognito.ClientIDs: the app clients whose ID tokens the API accepts (clients that may not write custom:tenant)")
+		}
+		if c.UserPool == nil && len(c.ClientIDs) > 0 {
+			return fmt.Errorf("Cognito.ClientIDs name clients of an existing pool: set Cognito.UserPool too (a pool the construct creates brings its own client)")
+		}
+	}
+	for _, list := range []struct {
+		field string
+		arns  []string
+	}{{"OperatorPrincipals", p.OperatorPrincipals}, {"EventPublishers", p.EventPublishers}} {
+		for _, a := range list.arns {
+			if !strings.HasPrefix(a, "arn:") || !(strings.Contains(a, ":iam::") || strings.Contains(a, ":sts::")) {
+				return fmt.Errorf("%s: %q is not an IAM role or user ARN", list.field, a)
+			}
+		}
+	}
+	for _, q := range []struct {
+		field string
+		n     *int
+	}{{"TenantQuota", p.TenantQuota}, {"PrincipalQuota", p.PrincipalQuota}} {
+		if q.n != nil && *q.n < 0 {
+			return fmt.Errorf("%s=%d: want a non-negative number (0 disables)", q.field, *q.n)
+		}
+	}
+	if p.IdempotencyWindow < 0 || p.IdempotencyWindow%time.Second != 0 {
+		return fmt.Errorf("IdempotencyWindow=%s: want whole seconds, more than 0 (or 0 for 24h)", p.IdempotencyWindow)
+	}
+	if p.ThrottleRate < 0 || p.ThrottleBurst < 0 {
+		return fmt.Errorf("ThrottleRate=%v, ThrottleBurst=%v: want non-negative numbers (0 for 100 and 200)", p.ThrottleRate, p.ThrottleBurst)
+	}
+	switch p.TableEncryption {
+	case "":
+	case TableEncryptionAWSOwned:
+		if p.TableKey != nil {
+			return fmt.Errorf("TableKey needs TableEncryption %q (or none), not %q", TableEncryptionCustomerManaged, p.TableEncryption)
+		}
+	case TableEncryptionCustomerManaged:
+	default:
+		return fmt.Errorf("TableEncryption %q: want %q (the default) or %q", p.TableEncryption, TableEncryptionAWSOwned, TableEncryptionCustomerManaged)
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package construct
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/internal/aws/config"
+	"github.com/longrun-dev/longrun/internal/core/optype"
+)
+
+// TypesDir is where longrun's functions find the definitions files: the types layer's
+// files are /opt/<name> on Lambda.
+const TypesDir = "/opt"
+
+// TypesMetadataKey is the CloudFormation metadata key each state machine carries its types'
+// limits under: {"<type>": {"deadlineSeconds": …, "stepTimeoutSeconds": …, "maxSteps": …}}.
+// The functions take the limits from the definitions file; the metadata shows in the
+// template (and `cdk synth`) what a deployment gives each type.
+const TypesMetadataKey = "longrun:types"
+
+// lambdaDefaultTimeout is a function's timeout when its props set none.
+const lambdaDefaultTimeout = 3 * time.Second
+
+// served is what a deployment serves: its types, and the files they come from.
+type served struct {
+	registry *optype.Registry
+	all      *optype.Registry // demo types included: to tell a demo-only worker from a stranger
+	paths    []string         // the definitions files as given; none for the built-in types
+}
+
+// loadTypes loads the types of typesFile (LONGRUN_TYPES_FILE's syntax), or the built-in
+// types when it is empty, as the functions will (internal/aws/config, Types).
+func loadTypes(typesFile string, demo bool) (served, error) {
+	if typesFile == "" {
+		return served{registry: optype.Deployed(demo), all: optype.Deployed(true)}, nil
+	}
+	paths := config.List(typesFile)
+	file, err := optype.LoadAll(paths...)
+	if err != nil {
+		return served{}, err
+	}
+	s := served{registry: file.Registry(demo), all: file.Registry(true), paths: paths}
+	if len(s.registry.Types()) == 0 {
+		return served{}, fmt.Errorf("%s: every type is demo: true, and DemoTypes is off: the deployment would serve no type", typesFile)
+	}
+	return s, nil
+}
+
+// WorkerTimeouts lists the workers of the types a deployment serves (typesFile as in
+// Props.TypesFile, "" for the built-in types; demo as Props.DemoTypes), each with the
+// shortest timeout its Lambda function may have: the longest stepTimeout of its types. A
+// team creating its workers in the app sets their Timeout from it. An invalid file is an
+// error naming the file, type and field.
+func WorkerTimeouts(typesFile string, demo bool) (map[string]time.Duration, error) {
+	s, err := loadTypes(typesFile, demo)
+	if err != nil {
+		return nil, err
+	}
+	return s.workerTimeouts(), nil
+}
+
+func (s served) workerTimeouts() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, t := range s.registry.Types() {
+		out[t.Worker] = max(out[t.Worker], t.StepTimeout)
+	}
+	return out
+}
+
+// typesOf lists the names of the worker's types in reg, sorted.
+func typesOf(reg *optype.Registry, worker string) []string {
+	var names []string
+	for _, t := range reg.Types() {
+		if t.Worker == worker {
+			names = append(names, t.Name)
+		}
+	}
+	return names
+}
+
+// checkWorkers holds the given functions to the workers the types name: every worker
+// served has a function, no function is for a worker nobody serves, and a function whose
+// timeout is known (an awslambda.Function of the app) runs at least as long as its types'
+// longest step. Every problem is reported.
+func (s served) checkWorkers(given map[string]awslambda.IFunction) error {
+	var errs []error
+	workers := s.registry.Workers()
+	timeouts := s.workerTimeouts()
+	for _, w := range workers {
+		f, ok := given[w]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("worker %q (%s) has no function in Props.Workers", w, strings.Join(typesOf(s.registry, w), ", ")))
+			continue
+		case f == nil:
+			errs = append(errs, fmt.Errorf("Props.Workers[%q] is nil", w))
+			continue
+		}
+		if got, known := knownTimeout(f); known && got < timeouts[w] {
+			var longest string
+			for _, t := range s.registry.Types() {
+				if t.Worker == w && t.StepTimeout == timeouts[w] {
+					longest = t.Name
+					break
+				}
+			}
+			errs = append(errs, fmt.Errorf("worker %q: its function's timeout %s is shorter than the stepTimeout %s of %s: Lambda would cut its steps short (give it Timeout: awscdk.Duration_Seconds(%d) or more)",
+				w, got, timeouts[w], longest, int(timeouts[w].Seconds())))
+		}
+	}
+	var extra []string
+	for w := range given {
+		if !slices.Contains(workers, w) {
+			extra = append(extra, w)
+		}
+	}
+	slices.Sort(extra)
+	for _, w := range extra {
+		if demo := typesOf(s.all, w); len(demo) > 0 {
+			errs = append(errs, fmt.Errorf("Props.Workers[%q]: the worker serves only demo types (%s), which are not served without DemoTypes", w, strings.Join(demo, ", ")))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("Props.Workers[%q]: no type served names worker %q (the workers are %s)", w, w, strings.Join(workers, ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// knownTimeout is a worker function's timeout when the app defines it (Lambda's default
+// without one); an imported function's is not known.
+func knownTimeout(f awslambda.IFunction) (time.Duration, bool) {
+	fn, ok := f.(awslambda.Function)
+	if !ok {
+		return 0, false
+	}
+	d := fn.Timeout()
+	if d == nil {
+		return lambdaDefaultTimeout, true
+	}
+	var secs float64
+	resolved := func() (ok bool) {
+		defer func() {
+			if recover() != nil {
+				ok = false // a timeout from a token: not known until deployment
+			}
+		}()
+		secs = *d.ToSeconds(&awscdk.TimeConversionOptions{Integral: jsii.Bool(false)})
+		return true
+	}()
+	if !resolved {
+		return 0, false
+	}
+	return time.Duration(secs * float64(time.Second)), true
+}
+
+// typesMetadata is a worker's types' limits, as its state machine's metadata.
+func (s served) typesMetadata(worker string) map[string]any {
+	out := map[string]any{}
+	for _, t := range s.registry.Types() {
+		if t.Worker == worker {
+			out[t.Name] = map[string]any{
+				"deadlineSeconds":    int(t.Deadline.Seconds()),
+				"stepTimeoutSeconds": int(t.StepTimeout.Seconds()),
+				"maxSteps":           t.MaxSteps,
+			}
+		}
+	}
+	return out
+}
+
+// stageTypes copies the definitions files into a directory for the types layer, each under
+// its own name (a name two files share gets a prefix: 2-<name>, 3-<name>), and returns the
+// directory and the files' paths on Lambda. The directory is named for its contents, so
+// equal files stage once and give the same asset.
+func stageTypes(paths []string) (string, []string, error) {
+	type staged struct {
+		name string
+		data []byte
+	}
+	var files []staged
+	taken := map[string]bool{}
+	h := sha256.New()
+	for i, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return "", nil, err
+		}
+		name := filepath.Base(p)
+		for n := i + 1; taken[name]; n++ {
+			name = strconv.Itoa(n) + "-" + filepath.Base(p)
+		}
+		taken[name] = true
+		files = append(files, staged{name, data})
+		fmt.Fprintf(h, "%s\x00%d\x00", name, len(data))
+		h.Write(data)
+	}
+	dir := filepath.Join(os.TempDir(), "longrun-types-"+hex.EncodeToString(h.Sum(nil))[:20])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	var onLambda []string
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+			return "", nil, err
+		}
+		onLambda = append(onLambda, TypesDir+"/"+f.name)
+	}
+	return dir, onLambda, nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/construct"
+)
+
+// AppProps are what the app needs besides the definitions file.
+type AppProps struct {
+	Stage string
+	// TypesFile is longrun.types.yaml.
+	TypesFile string
+	// LongrunCode holds longrun's function zips: `go run github.com/longrun-dev/longrun/cmd/release -out DIR`.
+	LongrunCode string
+	// WorkerCode and SubscriberCode are folders holding each function's bootstrap, built for
+	// linux/arm64 (`make -C cdk build` does both).
+	WorkerCode, SubscriberCode string
+	// ProvisionerURL is where the worker reaches the provisioning system.
+	ProvisionerURL string
+}
+
+// NewStack is the team's stack: longrun with provision.environment, the worker as a
+// function of this app, and the subscriber on longrun's bus.
+func NewStack(scope constructs.Construct, id string, p AppProps) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(id), nil)
+
+	// The worker may run as long as the type's stepTimeout (5 min).
+	timeouts, err := construct.WorkerTimeouts(p.TypesFile, false)
+	if err != nil {
+		panic(err)
+	}
+	worker := awslambda.NewFunction(stack, jsii.String("Provisioner"), &awslambda.FunctionProps{
+		FunctionName:  jsii.String("provision-" + p.Stage + "-worker"),
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          awslambda.Code_FromAsset(jsii.String(p.WorkerCode), nil),
+		Timeout:       awscdk.Duration_Seconds(jsii.Number(timeouts["provisioner"].Seconds())),
+		MemorySize:    jsii.Number(256),
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+		Environment:   &map[string]*string{"PROVISIONER_URL": jsii.String(p.ProvisionerURL)},
+	})
+
+	lr := construct.New(stack, "Longrun", &construct.Props{
+		Stage:     p.Stage,
+		TypesFile: p.TypesFile,
+		CodeDir:   p.LongrunCode,
+		Workers:   map[string]awslambda.IFunction{"provisioner": worker},
+	})
+
+	// The subscriber hears this type's state changes and nothing else.
+	subscriber := awslambda.NewFunction(stack, jsii.String("Subscriber"), &awslambda.FunctionProps{
+		FunctionName:  jsii.String("provision-" + p.Stage + "-subscriber"),
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          awslambda.Code_FromAsset(jsii.String(p.SubscriberCode), nil),
+		Timeout:       awscdk.Duration_Seconds(jsii.Number(10)),
+		MemorySize:    jsii.Number(128),
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+	})
+	awsevents.NewRule(stack, jsii.String("EnvironmentChanges"), &awsevents.RuleProps{
+		EventBus: lr.Bus,
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("longrun"),
+			DetailType: jsii.Strings("Operation State Changed"),
+			Detail: &map[string]interface{}{
+				"type":  []string{"provision.environment"},
+				"state": []string{"succeeded", "failed", "outcome_unknown"},
+			},
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(subscriber, nil)},
+	})
+
+	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: lr.APIURL})
+	awscdk.NewCfnOutput(stack, jsii.String("EventBusName"), &awscdk.CfnOutputProps{Value: lr.Bus.EventBusName()})
+	return stack
+}
+
+// fromContext reads AppProps from the CDK context (cdk.json or -c key=value), with paths
+// relative to the example's folder.
+func fromContext(app awscdk.App, root string) AppProps {
+	get := func(key, def string) string {
+		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
+			return v
+		}
+		return def
+	}
+	rel := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(root, p)
+	}
+	p := AppProps{
+		Stage:          get("stage", "dev"),
+		TypesFile:      rel(get("typesFile", "longrun.types.yaml")),
+		LongrunCode:    rel(get("longrunCode", ".cache/longrun-dist")),
+		WorkerCode:     rel(get("workerCode", ".cache/lambda/worker")),
+		SubscriberCode: rel(get("subscriberCode", ".cache/lambda/subscriber")),
+		ProvisionerURL: get("provisionerUrl", ""),
+	}
+	if p.ProvisionerURL == "" {
+		panic(fmt.Errorf("context provisionerUrl: where the worker reaches the provisioning system"))
+	}
+	return p
+}

@@ -1,0 +1,204 @@
+// Package provisioner is the example's stand-in for a real provisioning system (a cloud
+// API, Terraform Cloud, an internal platform): it creates environments asynchronously, they
+// become ready some polls later, and a create with a key it has seen returns the same
+// environment, so a step that runs twice creates one. Fake keeps the state in memory;
+// Handler serves it over HTTP (cmd/fake-provisioner, and the end-to-end test), and Client is
+// what the worker uses.
+package provisioner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Request asks for an environment.
+type Request struct {
+	Project     string `json:"project"`
+	Environment string `json:"environment"`
+	Template    string `json:"template"`
+}
+
+// Environment is what the provisioner knows of one.
+type Environment struct {
+	ID     string `json:"id"`
+	Status string `json:"status"` // "creating", then "ready"
+	Request
+}
+
+// ErrUnknownTemplate is the provisioner's refusal of a template it does not have: nothing
+// was created.
+var ErrUnknownTemplate = errors.New("unknown template")
+
+// Provisioner is what the worker needs of a provisioning system.
+type Provisioner interface {
+	// Create starts creating the environment; key deduplicates (the same key returns the
+	// same environment and creates nothing more).
+	Create(ctx context.Context, key string, req Request) (Environment, error)
+	Get(ctx context.Context, id string) (Environment, error)
+}
+
+// Fake is an in-memory Provisioner whose environments are ready after ReadyAfter reads.
+type Fake struct {
+	ReadyAfter int
+	Templates  []string // templates it knows; none means any
+
+	mu      sync.Mutex
+	byKey   map[string]string
+	envs    map[string]*Environment
+	reads   map[string]int
+	creates int
+}
+
+// Create implements Provisioner.
+func (f *Fake) Create(_ context.Context, key string, req Request) (Environment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.byKey == nil {
+		f.byKey, f.envs, f.reads = map[string]string{}, map[string]*Environment{}, map[string]int{}
+	}
+	if id, ok := f.byKey[key]; ok {
+		return *f.envs[id], nil
+	}
+	if len(f.Templates) > 0 && !contains(f.Templates, req.Template) {
+		return Environment{}, ErrUnknownTemplate
+	}
+	f.creates++
+	env := &Environment{ID: fmt.Sprintf("env-%d", f.creates), Status: "creating", Request: req}
+	f.byKey[key], f.envs[env.ID] = env.ID, env
+	return *env, nil
+}
+
+// Get implements Provisioner.
+func (f *Fake) Get(_ context.Context, id string) (Environment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	env, ok := f.envs[id]
+	if !ok {
+		return Environment{}, fmt.Errorf("no environment %s", id)
+	}
+	f.reads[id]++
+	if f.reads[id] >= f.ReadyAfter {
+		env.Status = "ready"
+	}
+	return *env, nil
+}
+
+// Creates is how many environments were created (not counting deduplicated creates).
+func (f *Fake) Creates() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.creates
+}
+
+// Keys are the deduplication keys the fake has seen.
+func (f *Fake) Keys() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var keys []string
+	for k := range f.byKey {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Handler serves p over HTTP: POST /environments (header Idempotency-Key) and
+// GET /environments/{id}.
+func Handler(p Provisioner) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /environments", func(w http.ResponseWriter, r *http.Request) {
+		var req Request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		env, err := p.Create(r.Context(), r.Header.Get("Idempotency-Key"), req)
+		switch {
+		case errors.Is(err, ErrUnknownTemplate):
+			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		default:
+			writeJSON(w, http.StatusAccepted, env)
+		}
+	})
+	mux.HandleFunc("GET /environments/{id}", func(w http.ResponseWriter, r *http.Request) {
+		env, err := p.Get(r.Context(), r.PathValue("id"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		writeJSON(w, http.StatusOK, env)
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Client is a Provisioner over HTTP.
+type Client struct {
+	URL  string
+	HTTP *http.Client
+}
+
+// Create implements Provisioner.
+func (c Client) Create(ctx context.Context, key string, req Request) (Environment, error) {
+	body, _ := json.Marshal(req)
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.URL, "/")+"/environments", bytes.NewReader(body))
+	if err != nil {
+		return Environment{}, err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", key)
+	return c.do(r)
+}
+
+// Get implements Provisioner.
+func (c Client) Get(ctx context.Context, id string) (Environment, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.URL, "/")+"/environments/"+id, nil)
+	if err != nil {
+		return Environment{}, err
+	}
+	return c.do(r)
+}
+
+func (c Client) do(r *http.Request) (Environment, error) {
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(r)
+	if err != nil {
+		return Environment{}, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnprocessableEntity:
+		return Environment{}, ErrUnknownTemplate
+	case resp.StatusCode >= 300:
+		return Environment{}, fmt.Errorf("provisioner: %s %s: %s", r.Method, r.URL.Path, resp.Status)
+	}
+	var env Environment
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return Environment{}, fmt.Errorf("provisioner: %w", err)
+	}
+	return env, nil
+}

