@@ -235,12 +235,12 @@ type MethodNotAllowedProblem = Problem
 // belongs to (both enforced below).
 type NotFoundProblem = Problem
 
-// Operation The representation, always the fold of the operation's facts. `terminal` is
+// OperationRepresentation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed.
-type Operation struct {
+type OperationRepresentation struct {
 	CancelRequested bool      `json:"cancelRequested"`
 	CreatedAt       Timestamp `json:"createdAt"`
 
@@ -288,7 +288,7 @@ type OperationID = string
 
 // OperationList defines model for OperationList.
 type OperationList struct {
-	Items []Operation `json:"items"`
+	Items []OperationRepresentation `json:"items"`
 
 	// NextCursor Opaque cursor of the next page; null on the last page.
 	NextCursor *string `json:"nextCursor"`
@@ -472,7 +472,7 @@ type AlreadyTerminal = AlreadyTerminalProblem
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed.
-type CancelRepresentation = Operation
+type CancelRepresentation = OperationRepresentation
 
 // Forbidden defines model for Forbidden.
 type Forbidden = ForbiddenProblem
@@ -503,14 +503,14 @@ type QuotaExceeded = QuotaExceededProblem
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed.
-type Representation = Operation
+type Representation = OperationRepresentation
 
 // ResolvedRepresentation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed.
-type ResolvedRepresentation = Operation
+type ResolvedRepresentation = OperationRepresentation
 
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = UnauthenticatedProblem
@@ -573,8 +573,8 @@ type HttpRequestDoer interface {
 	Do(req *http.Request) (*http.Response, error)
 }
 
-// Client which conforms to the OpenAPI3 specification for this service.
-type Client struct {
+// RawClient which conforms to the OpenAPI3 specification for this service.
+type RawClient struct {
 	// The endpoint of the server conforming to this interface, with scheme,
 	// https://api.deepmap.com for example. This can contain a path relative
 	// to the server, such as https://api.deepmap.com/dev-test, and all the
@@ -591,12 +591,12 @@ type Client struct {
 }
 
 // ClientOption allows setting custom parameters during construction
-type ClientOption func(*Client) error
+type ClientOption func(*RawClient) error
 
-// Creates a new Client, with reasonable defaults
-func NewClient(server string, opts ...ClientOption) (*Client, error) {
+// Creates a new RawClient, with reasonable defaults
+func NewClient(server string, opts ...ClientOption) (*RawClient, error) {
 	// create a client with sane default values
-	client := Client{
+	client := RawClient{
 		Server: server,
 	}
 	// mutate client and add all optional params
@@ -619,7 +619,7 @@ func NewClient(server string, opts ...ClientOption) (*Client, error) {
 // WithHTTPClient allows overriding the default Doer, which is
 // automatically created using http.Client. This is useful for tests.
 func WithHTTPClient(doer HttpRequestDoer) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		c.Client = doer
 		return nil
 	}
@@ -628,7 +628,7 @@ func WithHTTPClient(doer HttpRequestDoer) ClientOption {
 // WithRequestEditorFn allows setting up a callback function, which will be
 // called right before sending the request. This can be used to mutate the request.
 func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		c.RequestEditors = append(c.RequestEditors, fn)
 		return nil
 	}
@@ -800,7 +800,7 @@ type ClientInterface interface {
 // registered by the deployment, so this document cannot list them: ask the API.
 //
 // Corresponds with GET /v1/operation-types (the `ListOperationTypes` operationId).
-func (c *Client) ListOperationTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListOperationTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListOperationTypesRequest(c.Server)
 	if err != nil {
 		return nil, err
@@ -818,7 +818,7 @@ func (c *Client) ListOperationTypes(ctx context.Context, reqEditors ...RequestEd
 // name the API does not admit is `404 not_found`.
 //
 // Corresponds with GET /v1/operation-types/{name} (the `GetOperationType` operationId).
-func (c *Client) GetOperationType(ctx context.Context, name OperationTypeNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetOperationType(ctx context.Context, name OperationTypeNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOperationTypeRequest(c.Server, name)
 	if err != nil {
 		return nil, err
@@ -837,7 +837,7 @@ func (c *Client) GetOperationType(ctx context.Context, name OperationTypeNamePat
 // parameter or cursor is `400 invalid_input`.
 //
 // Corresponds with GET /v1/operations (the `ListOperations` operationId).
-func (c *Client) ListOperations(ctx context.Context, params *ListOperationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ListOperations(ctx context.Context, params *ListOperationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListOperationsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
@@ -884,7 +884,7 @@ func (c *Client) ListOperations(ctx context.Context, params *ListOperationsParam
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/operations (the `AdmitOperation` operationId).
-func (c *Client) AdmitOperationWithBody(ctx context.Context, params *AdmitOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdmitOperationWithBody(ctx context.Context, params *AdmitOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdmitOperationRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
@@ -931,7 +931,7 @@ func (c *Client) AdmitOperationWithBody(ctx context.Context, params *AdmitOperat
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/operations (the `AdmitOperation` operationId).
-func (c *Client) AdmitOperation(ctx context.Context, params *AdmitOperationParams, body AdmitOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) AdmitOperation(ctx context.Context, params *AdmitOperationParams, body AdmitOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdmitOperationRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
@@ -951,7 +951,7 @@ func (c *Client) AdmitOperation(ctx context.Context, params *AdmitOperationParam
 // either way.
 //
 // Corresponds with GET /v1/operations/{operationId} (the `GetOperation` operationId).
-func (c *Client) GetOperation(ctx context.Context, operationID OperationIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) GetOperation(ctx context.Context, operationID OperationIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOperationRequest(c.Server, operationID)
 	if err != nil {
 		return nil, err
@@ -976,7 +976,7 @@ func (c *Client) GetOperation(ctx context.Context, operationID OperationIDPath, 
 //   - `404 not_found` for an operation of another scope or none at all.
 //
 // Corresponds with POST /v1/operations/{operationId}/cancel (the `CancelOperation` operationId).
-func (c *Client) CancelOperation(ctx context.Context, operationID OperationIDPath, params *CancelOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) CancelOperation(ctx context.Context, operationID OperationIDPath, params *CancelOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelOperationRequest(c.Server, operationID, params)
 	if err != nil {
 		return nil, err
@@ -1000,7 +1000,7 @@ func (c *Client) CancelOperation(ctx context.Context, operationID OperationIDPat
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-func (c *Client) ResolveOperationWithBody(ctx context.Context, operationID OperationIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ResolveOperationWithBody(ctx context.Context, operationID OperationIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveOperationRequestWithBody(c.Server, operationID, contentType, body)
 	if err != nil {
 		return nil, err
@@ -1024,7 +1024,7 @@ func (c *Client) ResolveOperationWithBody(ctx context.Context, operationID Opera
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-func (c *Client) ResolveOperation(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *RawClient) ResolveOperation(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveOperationRequest(c.Server, operationID, body)
 	if err != nil {
 		return nil, err
@@ -1370,7 +1370,7 @@ func NewResolveOperationRequestWithBody(server string, operationID OperationIDPa
 	return req, nil
 }
 
-func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+func (c *RawClient) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
 			return err
@@ -1401,7 +1401,7 @@ func NewClientWithResponses(server string, opts ...ClientOption) (*ClientWithRes
 
 // WithBaseURL overrides the baseURL.
 func WithBaseURL(baseURL string) ClientOption {
-	return func(c *Client) error {
+	return func(c *RawClient) error {
 		newBaseURL, err := url.Parse(baseURL)
 		if err != nil {
 			return err

@@ -27,7 +27,7 @@ var schemaTypes = map[string]any{
 	"Accepted":          client.Accepted{},
 	"AdmissionRequest":  client.AdmissionRequest{},
 	"FieldError":        client.FieldError{},
-	"Operation":         client.Operation{},
+	"Operation":         client.OperationRepresentation{},
 	"OperationList":     client.OperationList{},
 	"OperationProblem":  client.OperationProblem{},
 	"OperationType":     client.OperationType{},

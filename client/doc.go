@@ -1,31 +1,61 @@
-// Package client is the Go client of longrun's HTTP API, generated from the contract,
-// api/openapi.yaml.
+// Package client is the Go client of longrun's HTTP API (the contract is api/openapi.yaml):
+// admit an operation exactly once, follow it to its end, read, list and cancel operations.
 //
-// Every schema of the contract is a type here (Accepted, Operation, OperationList,
-// Problem, the request bodies AdmissionRequest and ResolveRequest, …) and every operation
-// a method: on Client, which returns the *http.Response, and on ClientWithResponses, which
-// also decodes the body into the type its status declares (JSON202 for an admission,
-// ApplicationProblemJSON409 for a conflict, …) and parses the headers the contract
-// declares for it (Location, Retry-After, ETag, X-Request-Id). A request editor
-// authenticates:
+// # The client
 //
-//	c, err := client.NewClientWithResponses("https://api.example.com/prod",
-//		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-//			r.Header.Set("Authorization", "Bearer "+token)
-//			return nil
-//		}))
+// New builds a Client once; it is safe for concurrent use:
 //
-// It imports none of longrun's internal packages, so any module can
-// `go get github.com/longrun-dev/longrun/client`.
+//	c, err := client.New("https://api.example.com/prod", &client.ClientOptions{
+//		Auth: client.BearerToken(token), // or client.SigV4(awsConfig) for an IAM-authorized stage
+//	})
+//	poller, err := c.BeginCreate(ctx, client.CreateRequest{Type: "export.orders", Input: input}, nil)
+//	op, err := poller.PollUntilDone(ctx, nil)
+//	if err == nil {
+//		err = op.Err() // nil when it succeeded; an *OperationError when it failed, was canceled or its outcome is unknown
+//	}
 //
-// The operations written by hand on top of the generated ones come next: Create, which
-// takes or mints an idempotency key and retries transport failures and 503 with that same
-// key within the retention window; Get, Cancel with the version seen, and List as an
-// iterator; a Poller that follows Location, honours Retry-After, backs off with jitter and
-// stops at every terminal state; errors typed by the problem's code; and SigV4 for
-// IAM-authorized stages.
+// Create sends an Idempotency-Key (the caller's, or one it mints) and retries a lost answer
+// and the transient statuses with that same key, so a retry of an admission that did happen
+// is answered as a replay of it (Operation.Replayed) and the call ends with one operation;
+// it refuses to retry once the first attempt is older than the idempotency window it knows
+// (ErrRetryWindowPassed). Get reads an operation, Cancel records cancellation intent (with
+// If-Match from the version seen), List iterates over the caller's operations (a range-over-
+// func iterator, or a Pager), Types and Type describe the operation types and their input
+// schemas, and Resolve is the operator's settlement of an outcome_unknown operation.
+//
+// A Poller (BeginCreate, NewPoller) follows the operation's Location and statusUrl, never a
+// URL it builds; it waits what Retry-After asks for, or else an exponential backoff with
+// full jitter, tolerates a bounded number of consecutive transient failures, reports every
+// change through PollOptions.OnChange, and stops at succeeded, failed, canceled and
+// outcome_unknown, and at 401, 403 and 404.
+//
+// # Errors
+//
+// An error response is a *ProblemError carrying the problem's Code, one of the ErrorCode
+// constants (ErrorCodeIdempotencyKeyReused, ErrorCodeNotFound, …): decide by it, with
+// errors.As or IsCode, never by text. A call that got no complete response is a
+// *TransportError wrapping the cause. An operation that ended badly is not an error of the
+// call that read it: Operation.Err makes it one.
+//
+// # Time
+//
+// Every wait and timestamp goes through ClientOptions.Clock, and jitter through
+// ClientOptions.Rand, so tests inject both and nothing sleeps for real.
+//
+// # The generated half
+//
+// Every schema of the contract is a type here (Accepted, OperationRepresentation,
+// OperationList, Problem, Progress, the request bodies AdmissionRequest and
+// ResolveRequest, …), every enum a set of constants (State, ErrorCode), and every route a
+// method of ClientWithResponses (NewClientWithResponses; Client.Raw returns one sending
+// through the Client's transport and authentication), which decodes the body into the type
+// its status declares (JSON202 for an admission, ApplicationProblemJSON409 for a conflict,
+// …) and parses the headers the contract declares. RawClient (NewClient) is the same
+// without the decoding.
 //
 // api.gen.go is generated: `make generate` writes it (oapi-codegen, from the view of the
-// contract cmd/clientspec renders for it, with oapi-codegen.yaml), and `make lint` fails
-// when it is stale. Do not edit it.
+// contract cmd/clientspec renders for it, with oapi-codegen.yaml and the renames of
+// oapi-overlay.yaml), and `make lint` fails when it is stale. Do not edit it. The package
+// imports none of longrun's internal packages, so any module can
+// `go get github.com/longrun-dev/longrun/client`.
 package client

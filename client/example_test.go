@@ -3,9 +3,15 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/longrun-dev/longrun/client"
 )
@@ -66,4 +72,226 @@ func ExampleClientWithResponses_AdmitOperationWithResponse() {
 	// 202 accepted op_01JDY3Q4W5E6R7T8Y9V0A1B2C3 demo.task invoice-42
 	// created 2026-11-30 10:00:00 UTC
 	// poll /v1/operations/op_01JDY3Q4W5E6R7T8Y9V0A1B2C3 in 1 s
+}
+
+// Admit a demo.task and follow it to its end: the poller follows the admission's Location,
+// reports each change once and returns the operation as it ended.
+func ExampleClient_BeginCreate() {
+	api := standIn()
+	defer api.Close()
+
+	c, err := client.New(api.URL, &client.ClientOptions{Auth: client.BearerToken("alice-dev-token")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	poller, err := c.BeginCreate(ctx, client.CreateRequest{Type: "demo.task", Input: map[string]any{"target": "invoice-42", "steps": 3}}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	op, err := poller.PollUntilDone(ctx, &client.PollOptions{
+		MinDelay: time.Millisecond, // the stand-in sends no Retry-After and is quick; leave it unset against the API
+		OnChange: func(op client.Operation) { fmt.Printf("now %s%s\n", op.State, progress(op)) },
+	})
+	if err == nil {
+		err = op.Err() // nil: it succeeded; an *OperationError had it failed, been canceled or lost its outcome
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var result struct {
+		Pages int `json:"pages"`
+	}
+	if err := op.DecodeResult(&result); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(op.State, "after", op.Version, "facts:", result.Pages, "pages")
+	// Output:
+	// now accepted
+	// now running 1/3
+	// now running 2/3
+	// now succeeded 3/3
+	// succeeded after 5 facts: 3 pages
+}
+
+// The same key and request admit one operation, however often they are sent (a replay says
+// so); the same key with another request is a typed conflict naming the key's operation.
+func ExampleClient_Create() {
+	api := standIn()
+	defer api.Close()
+
+	c, err := client.New(api.URL, &client.ClientOptions{Auth: client.BearerToken("alice-dev-token")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	req := client.CreateRequest{Type: "demo.task", Input: map[string]any{"target": "invoice-42"}, Key: "invoice-42-render"}
+	first, err := c.Create(ctx, req, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	again, err := c.Create(ctx, req, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(first.OperationID, first.Replayed)
+	fmt.Println(again.OperationID, again.Replayed)
+
+	req.Input = map[string]any{"target": "invoice-43"}
+	_, err = c.Create(ctx, req, nil)
+	var problem *client.ProblemError
+	if errors.As(err, &problem) && problem.Code == client.ErrorCodeIdempotencyKeyReused {
+		fmt.Println(problem.Status, problem.Code, "first used for", problem.OperationID)
+	}
+	// Output:
+	// op_01JDY3Q4W5E6R7T8Y9V0A1B2C3 false
+	// op_01JDY3Q4W5E6R7T8Y9V0A1B2C3 true
+	// 409 idempotency_key_reused first used for op_01JDY3Q4W5E6R7T8Y9V0A1B2C3
+}
+
+// List the caller's operations, newest first, reading pages as the loop goes.
+func ExampleClient_List() {
+	api := standIn()
+	defer api.Close()
+
+	c, err := client.New(api.URL, &client.ClientOptions{Auth: client.BearerToken("alice-dev-token")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	for _, target := range []string{"invoice-1", "invoice-2", "invoice-3"} {
+		if _, err := c.Create(ctx, client.CreateRequest{Type: "demo.task", Input: map[string]any{"target": target}}, nil); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	for op, err := range c.List(ctx, &client.ListOptions{Limit: 2}) {
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(op.OperationID, op.Target, op.State)
+	}
+	// Output:
+	// op_01JDY3Q4W5E6R7T8Y9V0A1B2C5 demo:invoice-3 accepted
+	// op_01JDY3Q4W5E6R7T8Y9V0A1B2C4 demo:invoice-2 accepted
+	// op_01JDY3Q4W5E6R7T8Y9V0A1B2C3 demo:invoice-1 accepted
+}
+
+func progress(op client.Operation) string {
+	if op.Progress == nil || op.Progress.TotalSteps == nil {
+		return ""
+	}
+	return fmt.Sprintf(" %d/%d", op.Progress.CompletedSteps, *op.Progress.TotalSteps)
+}
+
+// standIn is a stand-in for the API, enough for the examples: admissions with the
+// contract's idempotency, and operations that take one step per read of their status
+// (answering every other read with the same representation again) until they succeed.
+func standIn() *httptest.Server {
+	type operation struct {
+		body     string
+		accepted map[string]any
+		reads    int
+	}
+	var mu sync.Mutex
+	byKey := map[string]*operation{}
+	byID := map[string]*operation{}
+	var order []string
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		reply := func(status int, contentType string, v any) {
+			w.Header().Set("Content-Type", contentType)
+			w.Header().Set("X-Request-Id", "req_example")
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(v)
+		}
+		if r.Header.Get("Authorization") != "Bearer alice-dev-token" {
+			reply(http.StatusUnauthorized, "application/problem+json", map[string]any{"status": 401, "code": "unauthenticated", "title": "Unauthenticated", "detail": "", "type": "https://longrun.dev/problems/unauthenticated", "requestId": "req_example"})
+			return
+		}
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/operations":
+			body, _ := io.ReadAll(r.Body)
+			var req struct {
+				Type  string
+				Input struct{ Target string }
+			}
+			_ = json.Unmarshal(body, &req)
+			key := r.Header.Get("Idempotency-Key")
+			if op, ok := byKey[key]; ok {
+				if op.body != string(body) {
+					reply(http.StatusConflict, "application/problem+json", map[string]any{"status": 409, "code": "idempotency_key_reused", "title": "Idempotency-Key reused",
+						"detail": "This Idempotency-Key was already used with a different request.", "type": "https://longrun.dev/problems/idempotency_key_reused",
+						"requestId": "req_example", "operationId": op.accepted["operationId"]})
+					return
+				}
+				w.Header().Set("Idempotent-Replayed", "true")
+				w.Header().Set("Location", op.accepted["statusUrl"].(string))
+				reply(http.StatusAccepted, "application/json", op.accepted)
+				return
+			}
+			id := fmt.Sprintf("op_01JDY3Q4W5E6R7T8Y9V0A1B2C%d", 3+len(order))
+			op := &operation{body: string(body), accepted: map[string]any{"operationId": id, "type": req.Type, "target": "demo:" + req.Input.Target,
+				"state": "accepted", "statusUrl": "/v1/operations/" + id, "createdAt": "2026-11-30T10:00:00Z"}}
+			byKey[key], byID[id] = op, op
+			order = append(order, id)
+			w.Header().Set("Location", "/v1/operations/"+id)
+			reply(http.StatusAccepted, "application/json", op.accepted)
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/operations":
+			start := 0
+			if cur := r.URL.Query().Get("cursor"); cur != "" {
+				_, _ = fmt.Sscan(cur, &start)
+			}
+			limit := 20
+			if l := r.URL.Query().Get("limit"); l != "" {
+				_, _ = fmt.Sscan(l, &limit)
+			}
+			items := []map[string]any{}
+			for i := start; i < len(order) && i < start+limit; i++ {
+				items = append(items, representation(byID[order[len(order)-1-i]].accepted, 0))
+			}
+			var next any
+			if start+limit < len(order) {
+				next = fmt.Sprint(start + limit)
+			}
+			reply(http.StatusOK, "application/json", map[string]any{"items": items, "nextCursor": next})
+		case r.Method == http.MethodGet && byID[strings.TrimPrefix(r.URL.Path, "/v1/operations/")] != nil:
+			op := byID[strings.TrimPrefix(r.URL.Path, "/v1/operations/")]
+			op.reads++
+			rep := representation(op.accepted, op.reads/2) // each step is seen twice
+			w.Header().Set("ETag", fmt.Sprintf(`"%v"`, rep["version"]))
+			reply(http.StatusOK, "application/json", rep)
+		default:
+			reply(http.StatusNotFound, "application/problem+json", map[string]any{"status": 404, "code": "not_found", "title": "Not found", "detail": "", "type": "https://longrun.dev/problems/not_found", "requestId": "req_example"})
+		}
+	}))
+}
+
+// representation is an admitted operation after steps of its three steps (accepted at 0,
+// running, succeeded at 3).
+func representation(accepted map[string]any, steps int) map[string]any {
+	rep := maps.Clone(accepted)
+	steps = min(steps, 3)
+	rep["version"], rep["terminal"], rep["cancelRequested"] = 1, false, false
+	rep["updatedAt"], rep["observedAt"] = "2026-11-30T10:00:00Z", nil
+	if steps > 0 {
+		rep["state"], rep["version"] = "running", 2+steps-1
+		rep["observedAt"] = rep["updatedAt"]
+		rep["progress"] = map[string]any{"completedSteps": steps, "totalSteps": 3}
+	}
+	if steps == 3 {
+		rep["state"], rep["terminal"], rep["version"] = "succeeded", true, 5
+		rep["result"] = map[string]any{"pages": 3}
+	}
+	return rep
 }
