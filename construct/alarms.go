@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/longrun-dev/longrun/internal/aws/cdkid"
 
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 )
@@ -32,12 +33,12 @@ func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambd
 		})
 	}
 	for _, q := range sorted(dlqs) {
-		alarm(title(q)+"DeadLettersVisible", dlqs[q].MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+		alarm(cdkid.Title(q)+"DeadLettersVisible", dlqs[q].MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
 		}), "Records the "+q+" could not process are waiting in its dead-letter queue.")
 	}
 	for _, f := range sorted(fns) {
-		alarm(title(f)+"Errors", fns[f].MetricErrors(&awscloudwatch.MetricOptions{
+		alarm(cdkid.Title(f)+"Errors", fns[f].MetricErrors(&awscloudwatch.MetricOptions{
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 		}), "The "+f+" function failed invocations.")
 	}
@@ -45,12 +46,12 @@ func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambd
 	// worker is the team's, the alarm longrun's, beside its workflow's.
 	for _, w := range sorted(machines) {
 		f := stepfunctions.FunctionName(w)
-		alarm(title(f)+"Errors", workers[w].MetricErrors(&awscloudwatch.MetricOptions{
+		alarm(cdkid.Title(f)+"Errors", workers[w].MetricErrors(&awscloudwatch.MetricOptions{
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 		}), "The "+w+" worker's function failed invocations (each a step recorded outcome_unknown).")
 	}
 	for _, m := range sorted(machines) {
-		alarm(title(m)+"ExecutionsFailed", machines[m].MetricFailed(&awscloudwatch.MetricOptions{
+		alarm(cdkid.Title(m)+"ExecutionsFailed", machines[m].MetricFailed(&awscloudwatch.MetricOptions{
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 		}), "Executions of the "+m+" workflow failed: a definition or runtime error (every task error is caught; a recorder that keeps failing ends in Unrecorded, which succeeds).")
 	}

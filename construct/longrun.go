@@ -3,6 +3,7 @@ package construct
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/longrun-dev/longrun/internal/aws/cdkid"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -126,7 +127,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		lr.Bus = awsevents.NewEventBus(c, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: name("events")})
 	}
 	for _, q := range []string{"dispatcher", "notifier"} {
-		lr.DeadLetterQueues[q] = awssqs.NewQueue(c, jsii.String(title(q)+"DeadLetters"), &awssqs.QueueProps{
+		lr.DeadLetterQueues[q] = awssqs.NewQueue(c, jsii.String(cdkid.Title(q)+"DeadLetters"), &awssqs.QueueProps{
 			QueueName:       name(q + "-dlq"),
 			RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
@@ -166,7 +167,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		for k, v := range extra {
 			vars[k] = v
 		}
-		logs := awslogs.NewLogGroup(c, jsii.String(title(fname)+"Logs"), &awslogs.LogGroupProps{
+		logs := awslogs.NewLogGroup(c, jsii.String(cdkid.Title(fname)+"Logs"), &awslogs.LogGroupProps{
 			LogGroupName:  jsii.String("/aws/lambda/longrun-" + props.Stage + "-" + fname),
 			Retention:     awslogs.RetentionDays_ONE_MONTH,
 			RemovalPolicy: removal(dev),
@@ -175,7 +176,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		if n, ok := reservedConcurrency[fname]; ok && !props.NoReservedConcurrency {
 			reserved = jsii.Number(n)
 		}
-		f := awslambda.NewFunction(c, jsii.String(title(fname)), &awslambda.FunctionProps{
+		f := awslambda.NewFunction(c, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
 			FunctionName:                 name(fname),
 			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:                 arch,
@@ -198,7 +199,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	workers := served.registry.Workers()
 	for _, w := range workers {
 		worker := props.Workers[w]
-		sm := awsstepfunctions.NewStateMachine(c, jsii.String(title(w)+"Workflow"), &awsstepfunctions.StateMachineProps{
+		sm := awsstepfunctions.NewStateMachine(c, jsii.String(cdkid.Title(w)+"Workflow"), &awsstepfunctions.StateMachineProps{
 			StateMachineName: name(w),
 			StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
 			DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(jsii.String(stepfunctions.Template())),
@@ -483,25 +484,6 @@ func removal(dev bool) awscdk.RemovalPolicy {
 		return awscdk.RemovalPolicy_DESTROY
 	}
 	return awscdk.RemovalPolicy_RETAIN
-}
-
-// title turns "worker-demo-task" into "WorkerDemoTask" for construct ids.
-func title(s string) string {
-	out := []byte{}
-	up := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '-' || c == '.' {
-			up = true
-			continue
-		}
-		if up && c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		up = false
-		out = append(out, c)
-	}
-	return string(out)
 }
 
 func sorted[V any](m map[string]V) []string {

@@ -20,12 +20,7 @@ package local
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -79,11 +74,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.APIAddr == "" {
 		opts.APIAddr = "127.0.0.1:0"
 	}
-	files, err := absolute(opts.TypesFile)
-	if err != nil {
-		return nil, err
-	}
-	s, err := devstack.Start(ctx, devstack.Options{APIAddr: opts.APIAddr, TypesFile: files, WorkerEnv: opts.WorkerEnv,
+	s, err := devstack.Start(ctx, devstack.Options{APIAddr: opts.APIAddr, TypesFile: opts.TypesFile, WorkerEnv: opts.WorkerEnv,
 		Output: opts.Output, ReconcileEvery: opts.Reconcile, Leases: testLeases()})
 	if err != nil {
 		return nil, err
@@ -100,25 +91,4 @@ func testLeases() *operation.Leases {
 	l := operation.DefaultLeases()
 	l.Dispatch, l.Check = 5*time.Second, 10*time.Second
 	return &l
-}
-
-func absolute(list string) (string, error) {
-	var out []string
-	for _, p := range strings.Split(list, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return "", err
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return "", fmt.Errorf("local: the types file: %w", err)
-		}
-		out = append(out, abs)
-	}
-	if list != "" && len(out) == 0 {
-		return "", errors.New("local: TypesFile names no file")
-	}
-	return strings.Join(out, ","), nil
 }

@@ -6,8 +6,10 @@
 package stack
 
 import (
+	"github.com/longrun-dev/longrun/internal/aws/cdkid"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
@@ -61,9 +63,9 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		panic(err)
 	}
 	workers := map[string]awslambda.IFunction{}
-	for _, w := range sortedKeys(timeouts) {
+	for _, w := range slices.Sorted(maps.Keys(timeouts)) {
 		fname := stepfunctions.FunctionName(w)
-		logs := awslogs.NewLogGroup(stack, jsii.String(title(fname)+"Logs"), &awslogs.LogGroupProps{
+		logs := awslogs.NewLogGroup(stack, jsii.String(cdkid.Title(fname)+"Logs"), &awslogs.LogGroupProps{
 			LogGroupName:  jsii.String("/aws/lambda/longrun-" + props.Stage + "-" + fname),
 			Retention:     awslogs.RetentionDays_ONE_MONTH,
 			RemovalPolicy: removal(dev),
@@ -72,7 +74,7 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		// step the type's stepTimeout (TimeoutSecondsPath), and the function's own timeout
 		// ends the invocation at the same bound. It needs no setting and no permission: it
 		// never touches longrun's table.
-		workers[w] = awslambda.NewFunction(stack, jsii.String(title(fname)), &awslambda.FunctionProps{
+		workers[w] = awslambda.NewFunction(stack, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
 			FunctionName:  jsii.String("longrun-" + props.Stage + "-" + fname),
 			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:  arch,
@@ -136,32 +138,4 @@ func removal(dev bool) awscdk.RemovalPolicy {
 		return awscdk.RemovalPolicy_DESTROY
 	}
 	return awscdk.RemovalPolicy_RETAIN
-}
-
-// title turns "worker-demo-task" into "WorkerDemoTask" for construct ids.
-func title(s string) string {
-	out := []byte{}
-	up := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '-' || c == '.' {
-			up = true
-			continue
-		}
-		if up && c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		up = false
-		out = append(out, c)
-	}
-	return string(out)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
