@@ -47,18 +47,22 @@ type Provisioner interface {
 type Fake struct {
 	ReadyAfter int
 	Templates  []string // templates it knows; none means any
+	Prefix     string   // of its environments' ids, to tell two fakes' apart
 
 	mu      sync.Mutex
 	byKey   map[string]string
 	envs    map[string]*Environment
 	reads   map[string]int
 	creates int
+	calls   int
+	gets    int
 }
 
 // Create implements Provisioner.
 func (f *Fake) Create(_ context.Context, key string, req Request) (Environment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	if f.byKey == nil {
 		f.byKey, f.envs, f.reads = map[string]string{}, map[string]*Environment{}, map[string]int{}
 	}
@@ -69,7 +73,7 @@ func (f *Fake) Create(_ context.Context, key string, req Request) (Environment, 
 		return Environment{}, ErrUnknownTemplate
 	}
 	f.creates++
-	env := &Environment{ID: fmt.Sprintf("env-%d", f.creates), Status: "creating", Request: req}
+	env := &Environment{ID: fmt.Sprintf("%senv-%d", f.Prefix, f.creates), Status: "creating", Request: req}
 	f.byKey[key], f.envs[env.ID] = env.ID, env
 	return *env, nil
 }
@@ -78,6 +82,7 @@ func (f *Fake) Create(_ context.Context, key string, req Request) (Environment, 
 func (f *Fake) Get(_ context.Context, id string) (Environment, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.gets++
 	env, ok := f.envs[id]
 	if !ok {
 		return Environment{}, fmt.Errorf("no environment %s", id)
@@ -94,6 +99,21 @@ func (f *Fake) Creates() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.creates
+}
+
+// Knows reports whether path (/environments/<id>) names one of f's environments.
+func (f *Fake) Knows(path string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.envs[strings.TrimPrefix(path, "/environments/")]
+	return ok
+}
+
+// Calls counts the creates asked for (deduplicated or not), and Gets the polls.
+func (f *Fake) Calls() (creates, gets int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls, f.gets
 }
 
 // Keys are the deduplication keys the fake has seen.
