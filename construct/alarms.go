@@ -99,15 +99,16 @@ func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambd
 	}), "Operations are waiting in outcome_unknown for an operator (longrun unknown lists them; resolve settles them).")
 }
 
-// The log lines the alarms count (JSON, as the functions' slog handlers write them).
+// The log lines the alarms count (JSON, as internal/aws/lambdalog writes them: Powertools'
+// field names, the slog message under message).
 const (
 	// StuckPattern: the reconciler's "reconciled" line (internal/service/reconcile).
-	StuckPattern = `{ $.msg = "reconciled" && ($.action = "stopped" || $.action = "recorded" || $.action = "dispatched") }`
+	StuckPattern = `{ $.message = "reconciled" && ($.action = "stopped" || $.action = "recorded" || $.action = "dispatched") }`
 	// QuotaExceededPattern: the API's "request" line (internal/service/httpapi, Handle).
-	QuotaExceededPattern = `{ $.msg = "request" && $.status = 429 }`
+	QuotaExceededPattern = `{ $.message = "request" && $.status = 429 }`
 	// WaitingPattern: the reconciler's "run" line, whose outcome_unknown is the number of
 	// operations in that state (-1 when it could not count: left out).
-	WaitingPattern = `{ $.msg = "run" && $.outcome_unknown >= 0 }`
+	WaitingPattern = `{ $.message = "run" && $.outcome_unknown >= 0 }`
 )
 
 // The recorder's "recorded" line (internal/service/recorder) and the reconciler's
@@ -115,6 +116,6 @@ const (
 // operation's state after the call (state): both outcome_unknown means it was recorded now
 // (a dropped fact leaves another state).
 const (
-	RecorderOutcomeUnknownPattern   = `{ $.msg = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
-	ReconcilerOutcomeUnknownPattern = `{ $.msg = "reconciled" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
+	RecorderOutcomeUnknownPattern   = `{ $.message = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
+	ReconcilerOutcomeUnknownPattern = `{ $.message = "reconciled" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
 )

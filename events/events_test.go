@@ -126,6 +126,9 @@ func TestStateChangedSchema(t *testing.T) {
 	if err := v.Validate(event); err != nil {
 		t.Fatalf("the notifier's detail: %v\n%s", err, event)
 	}
+	if c.CorrelationID != "4bf92f3577b34da6a3ce929d0e0e4736" || !bytes.Contains(event, []byte(`"correlationId":"4bf92f3577b34da6a3ce929d0e0e4736"`)) {
+		t.Fatalf("the detail lost the projection's correlation id: %s", event)
+	}
 	// And so does what it builds for a result too large for an event (a reference), or a
 	// problem.
 	c.Rep.Result = json.RawMessage(`{"blob":"` + strings.Repeat("x", notify.MaxDetailBytes) + `"}`)
@@ -149,6 +152,7 @@ func TestStateChangedSchema(t *testing.T) {
 		strings.Replace(string(event), `"tenant":"acme",`, ``, 1),
 		strings.Replace(string(event), `"state":"succeeded"`, `"state":"failed"`, 1), // a result with failed
 		strings.Replace(string(event), `"source":"longrun"`, `"source":"other"`, 1),
+		strings.Replace(string(event), `"correlationId":"4bf92f3577b34da6a3ce929d0e0e4736"`, `"correlationId":""`, 1),
 		strings.Replace(string(event), `"version":4`, `"version":4,"resultOmitted":true`, 1),                // and the result
 		strings.Replace(string(omitted), `"state":"succeeded"`, `"state":"failed"`, 1),                      // omitted from a failure
 		strings.Replace(string(omitted), `"resultOmitted":true`, `"resultOmitted":false`, 1),                // only ever true

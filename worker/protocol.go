@@ -70,6 +70,9 @@ type Request struct {
 	Deadline time.Time `json:"deadline"`
 	// StepTimeoutSeconds is how long this invocation may run.
 	StepTimeoutSeconds int `json:"stepTimeoutSeconds"`
+	// CorrelationID is the operation's correlation id, the same in every step, event and
+	// longrun log line about it; absent for operations admitted before longrun recorded it.
+	CorrelationID string `json:"correlationId,omitempty"`
 }
 
 // deadlineLayout is how a request writes its deadline: UTC, milliseconds.
@@ -109,20 +112,24 @@ type Step struct {
 	Deadline time.Time
 	// StepTimeout is how long this invocation may run (its context ends then too).
 	StepTimeout time.Duration
+	// CorrelationID is the operation's correlation id ("" when the request has none): log
+	// it as correlation_id, and one query finds the worker's lines with longrun's.
+	CorrelationID string
 
 	state json.RawMessage
 }
 
 func (r Request) step() Step {
 	return Step{
-		OperationID: r.OperationID,
-		Type:        r.Type,
-		Version:     r.Version,
-		Number:      r.Step,
-		MaxSteps:    r.MaxSteps,
-		Deadline:    r.Deadline,
-		StepTimeout: time.Duration(r.StepTimeoutSeconds) * time.Second,
-		state:       r.State,
+		OperationID:   r.OperationID,
+		Type:          r.Type,
+		Version:       r.Version,
+		Number:        r.Step,
+		MaxSteps:      r.MaxSteps,
+		Deadline:      r.Deadline,
+		StepTimeout:   time.Duration(r.StepTimeoutSeconds) * time.Second,
+		CorrelationID: r.CorrelationID,
+		state:         r.State,
 	}
 }
 

@@ -297,3 +297,20 @@ func TestProblemIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The step function sees the operation's correlation id, as the request carries it.
+func TestStepHasTheCorrelationID(t *testing.T) {
+	var got string
+	h := worker.Handler(func(_ context.Context, s worker.Step, _ map[string]any) (worker.Report, error) {
+		got = s.CorrelationID
+		return worker.Succeed(nil), nil
+	})
+	payload := `{"protocol":"longrun.step.v1","operationId":"op_01JDY3Q4W5E6R7T8Y9V0A1B2C3","type":"demo.task","version":1,` +
+		`"input":{},"step":1,"maxSteps":3,"deadline":"2026-12-01T12:00:00.000Z","stepTimeoutSeconds":60,"correlationId":"4bf92f3577b34da6a3ce929d0e0e4736"}`
+	if _, err := h(context.Background(), json.RawMessage(payload)); err != nil || got != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("Step.CorrelationID %q (%v)", got, err)
+	}
+	if _, err := h(context.Background(), json.RawMessage(strings.Replace(payload, `,"correlationId":"4bf92f3577b34da6a3ce929d0e0e4736"`, "", 1))); err != nil || got != "" {
+		t.Fatalf("without one: %q (%v)", got, err)
+	}
+}

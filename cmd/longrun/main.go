@@ -1,266 +1,360 @@
-// Command longrun is a client of the longrun API.
+// Command longrun is the command line of longrun's API, built on the public client
+// (github.com/longrun-dev/longrun/client): admit an operation and follow it to its end,
+// read, list, cancel and resolve operations, describe the operation types. `longrun -help`
+// prints the whole usage (the usage constant below), output formats and exit statuses
+// included.
 //
-//	longrun [flags] create -type T -input JSON [-key K]
-//	longrun [flags] get ID
-//	longrun [flags] wait ID [-timeout 5m]
-//	longrun [flags] cancel ID [-if-match N]
-//	longrun [flags] list [-state S] [-type T] [-limit N] [-all]
-//	longrun [flags] resolve ID -outcome succeeded|failed -reason R [-result JSON] [-problem-code C -problem-title T -problem-detail D]
-//	longrun republish [-table T] [-bus B] ID... | -
-//
-// Flags: -api URL (LONGRUN_API_URL, default http://127.0.0.1:8080), -token T
-// (LONGRUN_TOKEN), -sigv4 (sign with the AWS credentials of the environment instead).
-// Responses are printed as JSON on stdout; a problem goes to stderr and the exit status is 1.
-//
-// republish is an operator's command that does not go through the API: it rebuilds every
-// "Operation State Changed" event of the operations from their facts in the table
-// (LONGRUN_TABLE) and publishes them again, in version order, on the bus
-// (LONGRUN_EVENT_BUS), with the AWS credentials of the environment; see
-// docs/lifecycle.md, "Events", and `longrun republish -h`.
+// republish and unknown are operators' commands that do not go through the API: republish
+// rebuilds every "Operation State Changed" event of the operations from their facts in the
+// table (LONGRUN_TABLE) and publishes them again, in version order, on the bus
+// (LONGRUN_EVENT_BUS); unknown lists every tenant's operations in outcome_unknown. Both use
+// the AWS credentials of the environment; see docs/lifecycle.md and `longrun republish -h`.
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"strconv"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/longrun-dev/longrun/internal/client/apiclient"
+	"github.com/longrun-dev/longrun/client"
 )
 
-func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
+// Exit statuses (usage lists them too).
+const (
+	exitOK          = 0   // success; after a wait, the operation succeeded
+	exitFailed      = 1   // the operation failed
+	exitUsage       = 2   // the command line is wrong
+	exitCanceled    = 3   // the operation was canceled
+	exitUnknown     = 4   // the operation's outcome is unknown
+	exitAPI         = 5   // an API problem or a transport failure
+	exitTimeout     = 6   // -timeout ran out before the operation ended
+	exitInterrupted = 130 // Ctrl-C (SIGINT) while waiting; 143 for SIGTERM
+)
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	global := flag.NewFlagSet("longrun", flag.ContinueOnError)
-	global.SetOutput(stderr)
-	api := global.String("api", envOr("LONGRUN_API_URL", "http://127.0.0.1:8080"), "the API's base URL (stage included)")
-	token := global.String("token", os.Getenv("LONGRUN_TOKEN"), "bearer token (the local stack's authorizer)")
-	sigv4 := global.Bool("sigv4", false, "sign requests with SigV4 using the environment's AWS credentials")
-	global.Usage = func() {
-		fmt.Fprintln(stderr, "usage: longrun [-api URL] [-token T | -sigv4] create|get|wait|cancel|list|resolve …")
-		fmt.Fprintln(stderr, "       longrun republish [-table T] [-bus B] ID... | -   (operators: AWS credentials to the table and bus; -h for more)")
-		fmt.Fprintln(stderr, "       longrun unknown [-table T] [-limit N] [-all]      (operators: the operations in outcome_unknown, every tenant's)")
-		global.PrintDefaults()
+const usage = `longrun: durable long-running operations, from the command line
+
+Usage:
+  longrun [global flags] COMMAND [flags] [ARGS]
+
+Commands:
+  create -type T [-input JSON|@FILE|@-] [-key K] [-wait [-timeout D]]
+        admit an operation, exactly once per key (-key; one is minted when omitted, and
+        printed in the JSON output: run the same create with it to retry safely)
+  get ID [-watch [-timeout D]]
+        show an operation; with -watch, follow it until it ends
+  wait ID [-timeout D]
+        the same as get -watch
+  cancel ID [-if-version N]
+        ask an operation to stop (cancellation intent, not a rollback); with -if-version,
+        only while it is still at version N
+  list [-state S] [-type T] [-limit N] [-cursor C] [-all]
+        your operations, newest first: one page, or every page with -all
+  types [NAME]
+        the operation types the API admits, or one of them (-o json: with its input schema)
+  resolve ID -outcome succeeded|failed -reason R [-result JSON]
+          [-problem-code C -problem-title T [-problem-detail D]]
+        operators: settle an operation in outcome_unknown
+  republish [-table T] [-bus B] ID... | -
+        operators, with AWS credentials to the table and bus: publish an operation's
+        events again from its facts (longrun republish -h)
+  unknown [-table T] [-limit N] [-all]
+        operators, with AWS credentials to the table: every tenant's operations in
+        outcome_unknown (longrun unknown -h)
+  help [COMMAND]
+        this text, or a command's flags
+
+Global flags (accepted after the command too):
+  -api URL     the API's base URL, stage included (LONGRUN_API; default http://127.0.0.1:8080)
+  -token T     bearer token (LONGRUN_TOKEN)
+  -sigv4       sign requests with SigV4 using the environment's AWS credentials, for an
+               IAM-authorized stage (AWS_PROFILE, AWS_REGION, … as usual)
+  -o FORMAT    json, id or table; default: table when stdout is a terminal, json otherwise
+
+Output (stdout):
+  json    the operation as the API represents it, indented; list and types print an array;
+          create without -wait prints the admission's answer with its idempotencyKey
+  id      only the operation id (list: one per line; types: the names)
+  table   aligned columns
+
+Waiting (create -wait, get -watch, wait):
+  Progress goes to stderr: on a terminal, one live line (state, steps, percent, the worker's
+  message, time elapsed, the next poll); otherwise one plain line per change. The operation
+  as it ended goes to stdout. -timeout D stops waiting after D (default: until it ends).
+  Ctrl-C stops waiting and never cancels the operation: it prints how to resume
+  (longrun get -watch ID) and exits 130.
+
+Exit status:
+  0    success; after waiting: the operation succeeded
+  1    the operation failed (its problem is printed on stderr)
+  2    usage error
+  3    the operation was canceled
+  4    the operation's outcome is unknown: an operator settles it (longrun resolve)
+  5    an API problem (printed on stderr with its status, code and detail) or a transport
+       failure (no answer after the client's retries)
+  6    -timeout ran out before the operation ended (it goes on)
+  130  interrupted (Ctrl-C) while waiting (the operation goes on; 143 for SIGTERM)
+  Commands that do not wait exit 0 or 5 (and 2), whatever the operation's state.
+  republish and unknown exit 1 when they fail.
+
+Examples:
+  export LONGRUN_TOKEN=alice-dev-token
+  longrun create -type demo.task -input '{"target":"build-42","steps":3}' -wait
+  id=$(longrun create -type demo.task -input @input.json -o id)
+  longrun get -watch "$id"
+  longrun list -state running -all -o table
+`
+
+// cli is one run of the command: its streams and what tests replace.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// clock is the client's time (nil: the wall clock); tests inject one that does not wait.
+	clock client.Clock
+	// interrupts starts delivering the signals that stop a wait, and stop ends that (nil:
+	// SIGINT and SIGTERM through os/signal).
+	interrupts func() (signals <-chan os.Signal, stop func())
+	// isTerminal reports whether w is a terminal (nil: a *os.File on a terminal).
+	isTerminal func(w io.Writer) bool
+	// httpClient sends the API requests (nil: one with a 30 s timeout per request).
+	httpClient *http.Client
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is main without the process: the exit status of one command line.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return (&cli{stdin: stdin, stdout: stdout, stderr: stderr}).run(context.Background(), args)
+}
+
+// globals are the flags every API command takes, before or after the command.
+type globals struct {
+	api, token string
+	sigv4      bool
+	output     string
+}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.api, "api", g.api, "the API's base URL, stage included (LONGRUN_API)")
+	fs.StringVar(&g.token, "token", g.token, "bearer token (LONGRUN_TOKEN)")
+	fs.BoolVar(&g.sigv4, "sigv4", g.sigv4, "sign requests with SigV4 using the environment's AWS credentials")
+	fs.StringVar(&g.output, "o", g.output, "output: json, id or table (default: table on a terminal, json otherwise)")
+}
+
+var globalNames = []string{"api", "token", "sigv4", "o"}
+
+// command is an API subcommand.
+type command struct {
+	name, args, summary string
+	// flags declares the command's own flags; run does the work once they and the
+	// positional arguments are parsed.
+	flags func(fs *flag.FlagSet) runner
+}
+
+func (c *cli) commands() []command {
+	return []command{
+		{"create", "-type T [-input JSON|@FILE|@-] [-key K] [-wait [-timeout D]]", "admit an operation", c.create},
+		{"get", "ID [-watch [-timeout D]]", "show an operation, or follow it until it ends", c.get},
+		{"wait", "ID [-timeout D]", "follow an operation until it ends (get -watch)", c.wait},
+		{"cancel", "ID [-if-version N]", "ask an operation to stop", c.cancel},
+		{"list", "[-state S] [-type T] [-limit N] [-cursor C] [-all]", "your operations, newest first", c.list},
+		{"types", "[NAME]", "the operation types the API admits", c.types},
+		{"resolve", "ID -outcome succeeded|failed -reason R [-result JSON] [-problem-code C -problem-title T [-problem-detail D]]",
+			"operators: settle an operation in outcome_unknown", c.resolve},
 	}
-	if err := global.Parse(args); err != nil || global.NArg() == 0 {
-		global.Usage()
-		return 2
+}
+
+func (c *cli) run(ctx context.Context, args []string) int {
+	if c.getenv == nil {
+		c.getenv = os.Getenv
 	}
-	switch global.Arg(0) {
+	g := &globals{api: c.envOr("http://127.0.0.1:8080", "LONGRUN_API", "LONGRUN_API_URL"), token: c.getenv("LONGRUN_TOKEN")}
+	fs := flag.NewFlagSet("longrun", flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {}
+	g.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stdout, usage)
+			return exitOK
+		}
+		fmt.Fprint(c.stderr, "\n"+usage)
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(c.stderr, usage)
+		return exitUsage
+	}
+	name, rest := fs.Arg(0), fs.Args()[1:]
+	switch name {
 	case "republish":
-		return republish(ctx, global.Args()[1:], os.Stdin, stdout, stderr, newRepublisher)
+		return republish(ctx, rest, c.stdin, c.stdout, c.stderr, newRepublisher)
 	case "unknown":
-		return unknown(ctx, global.Args()[1:], stdout, stderr, openTable)
-	}
-	c := &apiclient.Client{BaseURL: *api, Token: *token}
-	if *sigv4 {
-		cfg, err := awsconfig.LoadDefaultConfig(ctx)
-		if err != nil {
-			fmt.Fprintln(stderr, "longrun:", err)
-			return 1
+		return unknown(ctx, rest, c.stdout, c.stderr, openTable)
+	case "help":
+		if len(rest) == 0 {
+			fmt.Fprint(c.stdout, usage)
+			return exitOK
 		}
-		c.AWS = &cfg
+		switch rest[0] {
+		case "republish":
+			fmt.Fprint(c.stdout, republishUsage)
+			return exitOK
+		case "unknown":
+			fmt.Fprint(c.stdout, unknownUsage)
+			return exitOK
+		}
+		name, rest = rest[0], []string{"-h"}
 	}
-	cmd, rest := global.Arg(0), global.Args()[1:]
-	commands := map[string]func(context.Context, *apiclient.Client, []string, io.Writer) (*apiclient.Response, error){
-		"create": create, "get": get, "wait": wait, "cancel": cancel, "list": list, "resolve": resolve,
+	i := slices.IndexFunc(c.commands(), func(cmd command) bool { return cmd.name == name })
+	if i < 0 {
+		fmt.Fprintf(c.stderr, "longrun: unknown command %q\n\n%s", name, usage)
+		return exitUsage
 	}
-	f, ok := commands[cmd]
-	if !ok {
-		fmt.Fprintf(stderr, "longrun: unknown command %q\n", cmd)
-		global.Usage()
-		return 2
-	}
-	resp, err := f(ctx, c, rest, stdout)
+	return c.runCommand(ctx, c.commands()[i], g, rest)
+}
+
+func (c *cli) runCommand(ctx context.Context, cmd command, g *globals, args []string) int {
+	fs := flag.NewFlagSet("longrun "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {}
+	do := cmd.flags(fs)
+	g.register(fs)
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
-		fmt.Fprintln(stderr, "longrun:", err)
-		return 2
+		if errors.Is(err, flag.ErrHelp) {
+			commandUsage(c.stdout, cmd, fs)
+			return exitOK
+		}
+		fmt.Fprintln(c.stderr)
+		commandUsage(c.stderr, cmd, fs)
+		return exitUsage
 	}
-	if resp == nil {
-		return 0
+	x := &invocation{cli: c, g: g, cmd: cmd, fs: fs}
+	switch g.output {
+	case "", "json", "id", "table":
+	default:
+		return x.usageError("-o is json, id or table, not %q", g.output)
 	}
-	if resp.Status >= 400 {
-		fmt.Fprintf(stderr, "%d %s\n", resp.Status, resp.Body)
-		return 1
+	if g.output == "" {
+		g.output = "json"
+		if c.terminal(c.stdout) {
+			g.output = "table"
+		}
 	}
-	fmt.Fprintf(stdout, "%s\n", resp.Body)
-	return 0
+	return do(ctx, x, pos)
 }
 
-func create(ctx context.Context, c *apiclient.Client, args []string, _ io.Writer) (*apiclient.Response, error) {
-	fs := flag.NewFlagSet("create", flag.ContinueOnError)
-	typ := fs.String("type", "", "operation type, e.g. demo.task")
-	input := fs.String("input", "{}", "the input, a JSON object")
-	key := fs.String("key", "", "Idempotency-Key (default: a new random key; reuse one to retry safely)")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if *key == "" {
-		b := make([]byte, 16)
-		_, _ = rand.Read(b)
-		*key = hex.EncodeToString(b)
-	}
-	body, err := json.Marshal(map[string]json.RawMessage{"type": mustJSON(*typ), "input": json.RawMessage(*input)})
-	if err != nil {
-		return nil, fmt.Errorf("-input must be JSON: %w", err)
-	}
-	return c.Do(ctx, http.MethodPost, "/v1/operations", http.Header{"Idempotency-Key": {*key}}, body)
-}
-
-func get(ctx context.Context, c *apiclient.Client, args []string, _ io.Writer) (*apiclient.Response, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("get takes an operation id")
-	}
-	return c.Do(ctx, http.MethodGet, "/v1/operations/"+url.PathEscape(args[0]), nil, nil)
-}
-
-// wait polls an operation, honouring Retry-After, until it is terminal or outcome_unknown.
-func wait(ctx context.Context, c *apiclient.Client, args []string, _ io.Writer) (*apiclient.Response, error) {
-	fs := flag.NewFlagSet("wait", flag.ContinueOnError)
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up after")
-	if len(args) == 0 {
-		return nil, fmt.Errorf("wait takes an operation id")
-	}
-	id := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(*timeout)
+// parseInterspersed parses flags wherever they are among the positional arguments
+// (`get ID -watch` and `get -watch ID` alike); "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
 	for {
-		resp, err := c.Do(ctx, http.MethodGet, "/v1/operations/"+url.PathEscape(id), nil, nil)
-		if err != nil || resp.Status != http.StatusOK {
-			return resp, err
-		}
-		var rep struct {
-			Terminal bool   `json:"terminal"`
-			State    string `json:"state"`
-		}
-		_ = json.Unmarshal(resp.Body, &rep)
-		after, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-		if rep.Terminal || rep.State == "outcome_unknown" || after <= 0 {
-			return resp, nil
-		}
-		if time.Now().Add(time.Duration(after) * time.Second).After(deadline) {
-			return nil, fmt.Errorf("%s is still %s after %v", id, rep.State, *timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(after) * time.Second):
-		}
-	}
-}
-
-func cancel(ctx context.Context, c *apiclient.Client, args []string, _ io.Writer) (*apiclient.Response, error) {
-	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
-	ifMatch := fs.Int("if-match", 0, "cancel only if the operation is still at this version")
-	if len(args) == 0 {
-		return nil, fmt.Errorf("cancel takes an operation id")
-	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return nil, err
-	}
-	h := http.Header{}
-	if *ifMatch > 0 {
-		h.Set("If-Match", strconv.Quote(strconv.Itoa(*ifMatch)))
-	}
-	return c.Do(ctx, http.MethodPost, "/v1/operations/"+url.PathEscape(args[0])+"/cancel", h, nil)
-}
-
-// list prints one page, or with -all every page (as one JSON array of items).
-func list(ctx context.Context, c *apiclient.Client, args []string, stdout io.Writer) (*apiclient.Response, error) {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	state := fs.String("state", "", "only this state")
-	typ := fs.String("type", "", "only this type")
-	limit := fs.Int("limit", 0, "page size (1–100)")
-	cursor := fs.String("cursor", "", "continue after this page")
-	all := fs.Bool("all", false, "follow nextCursor to the end")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	var items []json.RawMessage
-	for {
-		q := url.Values{}
-		for k, v := range map[string]string{"state": *state, "type": *typ, "cursor": *cursor} {
-			if v != "" {
-				q.Set(k, v)
-			}
-		}
-		if *limit > 0 {
-			q.Set("limit", strconv.Itoa(*limit))
-		}
-		path := "/v1/operations"
-		if len(q) > 0 {
-			path += "?" + q.Encode()
-		}
-		resp, err := c.Do(ctx, http.MethodGet, path, nil, nil)
-		if err != nil || resp.Status != http.StatusOK || !*all {
-			return resp, err
-		}
-		var page struct {
-			Items      []json.RawMessage `json:"items"`
-			NextCursor *string           `json:"nextCursor"`
-		}
-		if err := json.Unmarshal(resp.Body, &page); err != nil {
+		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		items = append(items, page.Items...)
-		if page.NextCursor == nil {
-			out, _ := json.Marshal(items)
-			fmt.Fprintf(stdout, "%s\n", out)
-			return nil, nil
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
 		}
-		*cursor = *page.NextCursor
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
 }
 
-// resolve settles an outcome_unknown operation (operators only).
-func resolve(ctx context.Context, c *apiclient.Client, args []string, _ io.Writer) (*apiclient.Response, error) {
-	fs := flag.NewFlagSet("resolve", flag.ContinueOnError)
-	outcome := fs.String("outcome", "", "succeeded or failed")
-	reason := fs.String("reason", "", "why (kept in the operation's facts)")
-	result := fs.String("result", "", "with succeeded: the result, a JSON object")
-	code := fs.String("problem-code", "", "with failed: the problem's code")
-	title := fs.String("problem-title", "", "with failed: the problem's title")
-	detail := fs.String("problem-detail", "", "with failed: the problem's detail")
-	if len(args) == 0 {
-		return nil, fmt.Errorf("resolve takes an operation id")
+func commandUsage(w io.Writer, cmd command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: longrun %s %s\n\n%s.\n\nFlags:\n", cmd.name, cmd.args, cmd.summary)
+	fs.VisitAll(func(f *flag.Flag) {
+		if slices.Contains(globalNames, f.Name) {
+			return
+		}
+		arg, text := flag.UnquoteUsage(f)
+		line := "  -" + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" {
+			text += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(text, "\n", "\n    \t"))
+	})
+	fmt.Fprint(w, "\nGlobal flags: -api URL, -token T, -sigv4, -o json|id|table (longrun -help: these, output and exit statuses).\n")
+}
+
+// invocation is one API command being run.
+type invocation struct {
+	*cli
+	g   *globals
+	cmd command
+	fs  *flag.FlagSet
+	clk *watchClock // the client's clock
+}
+
+// usageError reports a wrong command line: exit status 2.
+func (x *invocation) usageError(format string, a ...any) int {
+	fmt.Fprintf(x.stderr, "longrun %s: %s\n\n", x.cmd.name, fmt.Sprintf(format, a...))
+	commandUsage(x.stderr, x.cmd, x.fs)
+	return exitUsage
+}
+
+// client builds the API client from the global flags; a nil client means the status to exit
+// with was already reported.
+func (x *invocation) client(ctx context.Context) (*client.Client, int) {
+	x.clk = &watchClock{inner: x.clock}
+	if x.clk.inner == nil {
+		x.clk.inner = wallClock{}
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return nil, err
+	opts := &client.ClientOptions{Clock: x.clk, UserAgent: "longrun-cli", HTTPClient: x.httpClient}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
-	body := map[string]any{"outcome": *outcome, "reason": *reason}
-	if *result != "" {
-		body["result"] = json.RawMessage(*result)
+	switch {
+	case x.g.sigv4:
+		cfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			fmt.Fprintf(x.stderr, "longrun: -sigv4: loading the AWS configuration: %v\n", err)
+			return nil, exitAPI
+		}
+		opts.Auth = client.SigV4(cfg)
+	case x.g.token != "":
+		opts.Auth = client.BearerToken(x.g.token)
+	default:
+		return nil, x.usageError("no credentials: -token T (or LONGRUN_TOKEN), or -sigv4")
 	}
-	if *code != "" {
-		body["problem"] = map[string]string{"type": "https://longrun.dev/problems/" + *code, "code": *code, "title": *title, "detail": *detail}
-	}
-	b, err := json.Marshal(body)
+	api, err := client.New(x.g.api, opts)
 	if err != nil {
-		return nil, fmt.Errorf("-result must be JSON: %w", err)
+		return nil, x.usageError("-api: %s", strings.TrimPrefix(err.Error(), "longrun: "))
 	}
-	return c.Do(ctx, http.MethodPost, "/v1/operations/"+url.PathEscape(args[0])+"/resolve", nil, b)
+	return api, exitOK
 }
 
-func mustJSON(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
+func (c *cli) envOr(def string, keys ...string) string {
+	for _, k := range keys {
+		if v := c.getenv(k); v != "" {
+			return v
+		}
 	}
 	return def
+}
+
+// defaultInterrupts delivers SIGINT and SIGTERM.
+func defaultInterrupts() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	return ch, func() { signal.Stop(ch) }
 }

@@ -4,143 +4,504 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/longrun-dev/longrun/client"
 )
 
-// fakeAPI records requests and answers from a script; the CLI's contract with the real API
-// is exercised by the e2e suite, this checks what the CLI sends and prints.
-type fakeAPI struct {
-	mu       sync.Mutex
-	requests []*http.Request
-	bodies   []string
-	answer   func(r *http.Request, n int) (int, http.Header, string)
+// The fake API answers as the contract says, from a script of representations per
+// operation; the CLI's contract with the real API is exercised by the e2e suite
+// (internal/e2e/cli_test.go), these tests check what the CLI sends, prints and exits with.
+
+const opID = "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3"
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+// rep is one representation of an operation.
+type rep struct {
+	ID         string // default opID
+	State      string
+	Version    int
+	Progress   string // JSON, or empty
+	Problem    string // a problem code, or empty
+	Result     string // JSON, or empty
+	RetryAfter int    // seconds; sent while not done
+	Cancel     bool
 }
 
-func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+func (r rep) id() string {
+	if r.ID == "" {
+		return opID
+	}
+	return r.ID
+}
+
+func (r rep) done() bool {
+	switch r.State {
+	case "succeeded", "failed", "canceled", "outcome_unknown":
+		return true
+	}
+	return false
+}
+
+func (r rep) json() string {
+	m := map[string]any{
+		"operationId": r.id(), "type": "demo.task", "target": "demo:build-42", "state": r.State,
+		"terminal": r.done() && r.State != "outcome_unknown", "version": r.Version, "statusUrl": "/v1/operations/" + r.id(),
+		"createdAt": t0.Format(time.RFC3339), "updatedAt": t0.Add(time.Duration(r.Version) * time.Second).Format(time.RFC3339),
+		"observedAt": nil, "cancelRequested": r.Cancel,
+	}
+	if r.Progress != "" {
+		m["progress"] = json.RawMessage(r.Progress)
+	}
+	if r.Problem != "" {
+		m["problem"] = map[string]string{"type": "https://longrun.dev/problems/" + r.Problem, "title": "Build missing",
+			"code": r.Problem, "detail": "The target " + "build-42 was never built."}
+	}
+	if r.Result != "" {
+		m["result"] = json.RawMessage(r.Result)
+	}
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func problemAt(status int, code, detail string) response {
+	b, _ := json.Marshal(map[string]any{"type": "https://longrun.dev/problems/" + code, "title": http.StatusText(status),
+		"status": status, "code": code, "detail": detail, "requestId": "req_1"})
+	return response{status, http.Header{"Content-Type": {"application/problem+json"}, "X-Request-Id": {"req_1"}}, string(b)}
+}
+
+type request struct {
+	method, path, query string
+	header              http.Header
+	body                string
+}
+
+// fakeAPI serves POST /v1/operations, GET /v1/operations/{id} (the next representation of
+// its script each time, the last one from then on), cancel, resolve, list (pages of
+// representations) and the types; override answers first when it wants to.
+type fakeAPI struct {
+	t        *testing.T
+	mu       sync.Mutex
+	requests []request
+	script   map[string][]rep
+	polls    map[string]int
+	pages    [][]rep
+	override func(r request) (response, bool)
+	// seen, when set, receives every request's path (without blocking).
+	seen chan string
+}
+
+func newFake(t *testing.T, script ...rep) *fakeAPI {
+	f := &fakeAPI{t: t, script: map[string][]rep{}, polls: map[string]int{}}
+	for _, r := range script {
+		f.script[r.id()] = append(f.script[r.id()], r)
+	}
+	return f
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
+	body, _ := io.ReadAll(hr.Body)
+	r := request{hr.Method, hr.URL.Path, hr.URL.RawQuery, hr.Header.Clone(), string(body)}
 	f.mu.Lock()
 	f.requests = append(f.requests, r)
-	f.bodies = append(f.bodies, string(body))
-	n := len(f.requests)
+	resp := f.answer(r)
 	f.mu.Unlock()
-	status, h, out := f.answer(r, n)
-	for k, v := range h {
+	if f.seen != nil {
+		select {
+		case f.seen <- r.method + " " + r.path:
+		default:
+		}
+	}
+	for k, v := range resp.header {
 		w.Header()[k] = v
 	}
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(out))
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(resp.status)
+	_, _ = io.WriteString(w, resp.body)
 }
 
-func cli(t *testing.T, api *fakeAPI, args ...string) (int, string, string) {
+func representation(status int, r rep) response {
+	h := http.Header{"ETag": {strconv.Quote(strconv.Itoa(r.Version))}}
+	if !r.done() && r.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(r.RetryAfter))
+	}
+	return response{status, h, r.json()}
+}
+
+func (f *fakeAPI) answer(r request) response {
+	if f.override != nil {
+		if resp, ok := f.override(r); ok {
+			return resp
+		}
+	}
+	switch {
+	case r.method == "POST" && r.path == "/v1/operations":
+		b, _ := json.Marshal(map[string]string{"operationId": opID, "type": "demo.task", "target": "demo:build-42", "state": "accepted",
+			"statusUrl": "/v1/operations/" + opID, "createdAt": t0.Format(time.RFC3339)})
+		return response{202, http.Header{"Location": {"/v1/operations/" + opID}, "Retry-After": {"1"}}, string(b)}
+	case r.method == "GET" && r.path == "/v1/operations":
+		q := parseQuery(r.query)
+		i, _ := strconv.Atoi(strings.TrimPrefix(q["cursor"], "c"))
+		if i >= len(f.pages) {
+			return response{200, nil, `{"items":[],"nextCursor":null}`}
+		}
+		var items []string
+		for _, it := range f.pages[i] {
+			items = append(items, it.json())
+		}
+		next := "null"
+		if i+1 < len(f.pages) {
+			next = fmt.Sprintf(`"c%d"`, i+1)
+		}
+		return response{200, nil, `{"items":[` + strings.Join(items, ",") + `],"nextCursor":` + next + `}`}
+	case r.method == "GET" && r.path == "/v1/operation-types":
+		return response{200, nil, `{"items":[` + exportType + `,` + demoType + `]}`}
+	case r.method == "GET" && r.path == "/v1/operation-types/demo.task":
+		return response{200, nil, demoType}
+	case r.method == "GET" && strings.HasPrefix(r.path, "/v1/operations/"):
+		id := strings.TrimPrefix(r.path, "/v1/operations/")
+		s := f.script[id]
+		if len(s) == 0 {
+			return problemAt(404, "not_found", "No operation "+id+".")
+		}
+		n := min(f.polls[id], len(s)-1)
+		f.polls[id]++
+		return representation(200, s[n])
+	case r.method == "POST" && strings.HasSuffix(r.path, "/cancel"):
+		return representation(202, rep{State: "cancelling", Version: 4, Cancel: true})
+	case r.method == "POST" && strings.HasSuffix(r.path, "/resolve"):
+		var req struct {
+			Outcome string
+			Problem *struct{ Code string }
+		}
+		_ = json.Unmarshal([]byte(r.body), &req)
+		out := rep{State: req.Outcome, Version: 6}
+		if req.Problem != nil {
+			out.Problem = req.Problem.Code
+		}
+		return representation(200, out)
+	}
+	return problemAt(404, "not_found", "No route.")
+}
+
+const demoType = `{"name":"demo.task","version":1,"description":"A demo task: counts steps.","deadlineSeconds":900,
+"inputSchema":{"type":"object","required":["target"],"properties":{"target":{"type":"string"},"steps":{"type":"integer"}}}}`
+
+const exportType = `{"name":"export.orders","version":3,"description":"Exports orders as CSV.","deadlineSeconds":7200,
+"inputSchema":{"type":"object","required":["from","to"],"properties":{"from":{"type":"string"},"to":{"type":"string"}}}}`
+
+func parseQuery(q string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(q, "&") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (f *fakeAPI) sent() []request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]request{}, f.requests...)
+}
+
+// fakeClock moves on by every wait instead of waiting.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	slept []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	c.slept = append(c.slept, d)
+	return nil
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// harness is one CLI run against a fake API.
+type harness struct {
+	api   *fakeAPI
+	clock client.Clock
+	env   map[string]string
+	stdin string
+	// interrupts, when set, replaces the signals (default: none ever).
+	interrupts func() (<-chan os.Signal, func())
+	// stderr, when set, is the stream progress goes to (a pty in the TTY test).
+	stderr io.Writer
+}
+
+func (h *harness) run(t *testing.T, args ...string) result {
 	t.Helper()
-	srv := httptest.NewServer(api)
+	srv := httptest.NewServer(h.api)
 	defer srv.Close()
+	env := map[string]string{"LONGRUN_API": srv.URL, "LONGRUN_TOKEN": "alice-dev-token"}
+	for k, v := range h.env {
+		env[k] = v
+	}
+	if h.clock == nil {
+		h.clock = &fakeClock{now: t0}
+	}
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), append([]string{"-api", srv.URL, "-token", "alice-dev-token"}, args...), &out, &errOut)
-	return code, out.String(), errOut.String()
+	c := &cli{stdin: strings.NewReader(h.stdin), stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] },
+		clock: h.clock, interrupts: h.interrupts}
+	if c.interrupts == nil {
+		c.interrupts = func() (<-chan os.Signal, func()) { return nil, func() {} }
+	}
+	if h.stderr != nil {
+		c.stderr = h.stderr
+	}
+	code := c.run(context.Background(), args)
+	return result{code, out.String(), errOut.String()}
 }
 
-func TestCreateSendsAKeyAndTheBody(t *testing.T) {
-	api := &fakeAPI{answer: func(*http.Request, int) (int, http.Header, string) { return 202, nil, `{"operationId":"op_x"}` }}
-	code, out, _ := cli(t, api, "create", "-type", "demo.task", "-input", `{"target":"x"}`, "-key", "k-1")
-	r := api.requests[0]
-	if code != 0 || strings.TrimSpace(out) != `{"operationId":"op_x"}` || r.Method != "POST" || r.URL.Path != "/v1/operations" ||
-		r.Header.Get("Idempotency-Key") != "k-1" || r.Header.Get("Authorization") != "Bearer alice-dev-token" ||
-		r.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("%d %q %v", code, out, r.Header)
-	}
-	var body map[string]any
-	if err := json.Unmarshal([]byte(api.bodies[0]), &body); err != nil || body["type"] != "demo.task" || body["input"].(map[string]any)["target"] != "x" {
-		t.Fatalf("body %s", api.bodies[0])
-	}
-	// Without -key a fresh random key is sent.
-	cli(t, api, "create", "-type", "demo.task")
-	if k := api.requests[1].Header.Get("Idempotency-Key"); len(k) != 32 {
-		t.Fatalf("generated key %q", k)
-	}
+func cliRun(t *testing.T, api *fakeAPI, args ...string) result {
+	t.Helper()
+	return (&harness{api: api}).run(t, args...)
 }
 
-func TestProblemsGoToStderrWithExitOne(t *testing.T) {
-	api := &fakeAPI{answer: func(*http.Request, int) (int, http.Header, string) {
-		return 409, http.Header{"Content-Type": {"application/problem+json"}}, `{"code":"already_terminal"}`
-	}}
-	code, out, errOut := cli(t, api, "cancel", "op_x", "-if-match", "3")
-	if code != 1 || out != "" || !strings.Contains(errOut, "already_terminal") {
-		t.Fatalf("%d %q %q", code, out, errOut)
+func TestCreateSendsTheKeyTheTypeAndTheInput(t *testing.T) {
+	api := newFake(t)
+	r := cliRun(t, api, "create", "-type", "demo.task", "-input", `{"target":"build-42","steps":12345678901234567890}`, "-key", "k-1")
+	req := api.sent()[0]
+	if r.code != 0 || req.method != "POST" || req.path != "/v1/operations" || req.header.Get("Idempotency-Key") != "k-1" ||
+		req.header.Get("Authorization") != "Bearer alice-dev-token" || req.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("%+v %+v", r, req)
 	}
-	if r := api.requests[0]; r.URL.Path != "/v1/operations/op_x/cancel" || r.Header.Get("If-Match") != `"3"` {
-		t.Fatalf("%s %v", r.URL.Path, r.Header)
+	// The input goes out as written: big numbers are not rounded through float64.
+	if req.body != `{"type":"demo.task","input":{"target":"build-42","steps":12345678901234567890}}` {
+		t.Fatalf("body %s", req.body)
 	}
-}
+	var out admission
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.OperationID != opID || out.IdempotencyKey != "k-1" {
+		t.Fatalf("%v %s", err, r.stdout)
+	}
 
-func TestWaitHonoursRetryAfter(t *testing.T) {
-	api := &fakeAPI{answer: func(_ *http.Request, n int) (int, http.Header, string) {
-		if n == 1 {
-			return 200, http.Header{"Retry-After": {"1"}}, `{"state":"running","terminal":false}`
-		}
-		return 200, nil, `{"state":"succeeded","terminal":true}`
-	}}
-	code, out, _ := cli(t, api, "wait", "op_x")
-	if code != 0 || !strings.Contains(out, "succeeded") || len(api.requests) != 2 {
-		t.Fatalf("%d %q after %d polls", code, out, len(api.requests))
+	// Without -key a fresh key is minted, sent and printed (so a retry can reuse it).
+	r = cliRun(t, api, "create", "-type", "demo.task")
+	key := api.sent()[1].header.Get("Idempotency-Key")
+	if len(key) != 36 || !strings.Contains(r.stdout, `"idempotencyKey": "`+key+`"`) || api.sent()[1].body != `{"type":"demo.task","input":{}}` {
+		t.Fatalf("minted key %q; %s", key, r.stdout)
 	}
 }
 
-func TestListAllFollowsCursors(t *testing.T) {
-	api := &fakeAPI{answer: func(r *http.Request, _ int) (int, http.Header, string) {
-		if r.URL.Query().Get("cursor") == "" {
-			return 200, nil, `{"items":[{"operationId":"op_1"}],"nextCursor":"c1"}`
-		}
-		return 200, nil, `{"items":[{"operationId":"op_2"}],"nextCursor":null}`
-	}}
-	code, out, _ := cli(t, api, "list", "-all", "-state", "running", "-limit", "1")
-	if code != 0 || strings.TrimSpace(out) != `[{"operationId":"op_1"},{"operationId":"op_2"}]` {
-		t.Fatalf("%d %q", code, out)
+func TestCreateReadsTheInputFromAFileOrStdin(t *testing.T) {
+	file := t.TempDir() + "/input.json"
+	if err := os.WriteFile(file, []byte("{\n  \"target\": \"from-file\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if q := api.requests[1].URL.Query(); q.Get("cursor") != "c1" || q.Get("state") != "running" || q.Get("limit") != "1" {
-		t.Fatalf("second page query %v", q)
+	api := newFake(t)
+	if r := cliRun(t, api, "create", "-type", "demo.task", "-input", "@"+file); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	h := &harness{api: api, stdin: `{"target":"from-stdin"}`}
+	if r := h.run(t, "create", "-type", "demo.task", "-input", "@-"); r.code != 0 {
+		t.Fatalf("%+v", r)
+	}
+	s := api.sent()
+	if s[0].body != `{"type":"demo.task","input":{"target":"from-file"}}` || s[1].body != `{"type":"demo.task","input":{"target":"from-stdin"}}` {
+		t.Fatalf("%s / %s", s[0].body, s[1].body)
+	}
+}
+
+// A lost answer is retried with the same key (the client's doing); when the retries run out
+// the CLI says how to reach the operation without admitting a second one.
+func TestCreateThatGotNoAnswerSaysWhichKeyToRetryWith(t *testing.T) {
+	api := newFake(t)
+	api.override = func(r request) (response, bool) {
+		p := problemAt(503, "unavailable", "The table is not answering.")
+		p.header.Set("Retry-After", "2")
+		return p, true
+	}
+	r := cliRun(t, api, "create", "-type", "demo.task", "-key", "walkthrough-1")
+	keys := map[string]bool{}
+	for _, s := range api.sent() {
+		keys[s.header.Get("Idempotency-Key")] = true
+	}
+	if r.code != 5 || len(api.sent()) != 5 || len(keys) != 1 || !strings.Contains(r.stderr, "-key walkthrough-1") {
+		t.Fatalf("%+v after %d attempts with keys %v", r, len(api.sent()), keys)
+	}
+}
+
+func TestCancelSendsIfMatch(t *testing.T) {
+	api := newFake(t)
+	r := cliRun(t, api, "cancel", opID, "-if-version", "3", "-o", "id")
+	if s := api.sent()[0]; r.code != 0 || s.method != "POST" || s.path != "/v1/operations/"+opID+"/cancel" || s.header.Get("If-Match") != `"3"` ||
+		r.stdout != opID+"\n" {
+		t.Fatalf("%+v %+v", r, s)
+	}
+	r = cliRun(t, api, "cancel", opID)
+	if s := api.sent()[1]; r.code != 0 || s.header.Get("If-Match") != "" {
+		t.Fatalf("%+v %v", r, s.header)
+	}
+}
+
+func TestCancelOfAnEndedOperationIsAProblem(t *testing.T) {
+	api := newFake(t)
+	api.override = func(r request) (response, bool) {
+		p := problemAt(409, "already_terminal", "Operation "+opID+" has already succeeded.")
+		return p, true
+	}
+	r := cliRun(t, api, "cancel", opID)
+	if r.code != 5 || r.stdout != "" || !strings.Contains(r.stderr, "409 already_terminal: Operation "+opID+" has already succeeded.") {
+		t.Fatalf("%+v", r)
 	}
 }
 
 func TestResolveSendsTheOperatorsWord(t *testing.T) {
-	api := &fakeAPI{answer: func(*http.Request, int) (int, http.Header, string) { return 200, nil, `{"state":"failed"}` }}
-	code, _, _ := cli(t, api, "resolve", "op_x", "-outcome", "failed", "-reason", "lost", "-problem-code", "export_lost", "-problem-title", "Export lost")
+	api := newFake(t)
+	h := &harness{api: api, env: map[string]string{"LONGRUN_TOKEN": "ops-dev-token"}}
+	r := h.run(t, "resolve", opID, "-outcome", "failed", "-reason", "lost", "-problem-code", "export_lost", "-problem-title", "Export lost", "-o", "table")
 	var body struct {
 		Outcome, Reason string
 		Problem         map[string]string
+		Result          any
 	}
-	_ = json.Unmarshal([]byte(api.bodies[0]), &body)
-	if code != 0 || api.requests[0].URL.Path != "/v1/operations/op_x/resolve" || body.Outcome != "failed" || body.Reason != "lost" ||
-		body.Problem["code"] != "export_lost" || body.Problem["type"] != "https://longrun.dev/problems/export_lost" {
-		t.Fatalf("%d %s", code, api.bodies[0])
+	s := api.sent()[0]
+	_ = json.Unmarshal([]byte(s.body), &body)
+	if r.code != 0 || s.path != "/v1/operations/"+opID+"/resolve" || s.header.Get("Authorization") != "Bearer ops-dev-token" ||
+		body.Outcome != "failed" || body.Reason != "lost" || body.Problem["code"] != "export_lost" || body.Problem["title"] != "Export lost" ||
+		body.Problem["type"] != "https://longrun.dev/problems/export_lost" || body.Result != nil || !strings.Contains(r.stdout, "failed (export_lost)") {
+		t.Fatalf("%+v %s", r, s.body)
+	}
+	r = h.run(t, "resolve", opID, "-outcome", "succeeded", "-reason", "Confirmed by hand.", "-result", `{"rows":12345678901234567890}`)
+	if s := api.sent()[1]; r.code != 0 || s.body != `{"outcome":"succeeded","reason":"Confirmed by hand.","result":{"rows":12345678901234567890}}` {
+		t.Fatalf("%+v %s", r, s.body)
+	}
+}
+
+func TestListFollowsTheCursorsWithAll(t *testing.T) {
+	api := newFake(t)
+	api.pages = [][]rep{{{ID: "op_1", State: "running", Version: 3}}, {{ID: "op_2", State: "succeeded", Version: 5}}}
+	r := cliRun(t, api, "list", "-all", "-state", "running", "-limit", "1", "-o", "id")
+	s := api.sent()
+	if r.code != 0 || r.stdout != "op_1\nop_2\n" || len(s) != 2 || fmt.Sprint(parseQuery(s[0].query)) != "map[limit:1 state:running]" ||
+		fmt.Sprint(parseQuery(s[1].query)) != "map[cursor:c1 limit:1 state:running]" {
+		t.Fatalf("%+v %+v", r, s)
+	}
+	// Without -all: the first page, and on stderr how to go on.
+	r = cliRun(t, api, "list", "-o", "id")
+	if r.code != 0 || r.stdout != "op_1\n" || !strings.Contains(r.stderr, "-cursor c1") || len(api.sent()) != 3 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// Flags go before or after the positional arguments and the command, as in gh and kubectl.
+func TestFlagsGoAnywhere(t *testing.T) {
+	api := newFake(t, rep{State: "running", Version: 3})
+	for _, args := range [][]string{
+		{"-o", "id", "get", opID},
+		{"get", opID, "-o", "id"},
+		{"get", "-o", "id", opID},
+		{"-token", "x", "get", opID, "-o", "id", "-token", "alice-dev-token"},
+	} {
+		if r := cliRun(t, api, args...); r.code != 0 || r.stdout != opID+"\n" {
+			t.Errorf("%q: %+v", args, r)
+		}
+	}
+	for _, s := range api.sent() {
+		if s.header.Get("Authorization") != "Bearer alice-dev-token" {
+			t.Errorf("%v", s.header)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	api := newFake(t)
+	for _, args := range [][]string{{"-help"}, {"-h"}, {"help"}} {
+		if r := cliRun(t, api, args...); r.code != 0 || r.stdout != usage || r.stderr != "" {
+			t.Errorf("%q: %d %q", args, r.code, r.stderr)
+		}
+	}
+	for _, args := range [][]string{{"help", "create"}, {"create", "-h"}} {
+		if r := cliRun(t, api, args...); r.code != 0 || !strings.Contains(r.stdout, "usage: longrun create -type T") ||
+			!strings.Contains(r.stdout, "-wait") || strings.Contains(r.stdout, "-sigv4\n") {
+			t.Errorf("%q: %+v", args, r)
+		}
+	}
+	if r := cliRun(t, api, "help", "republish"); r.code != 0 || r.stdout != republishUsage {
+		t.Errorf("%+v", r)
+	}
+	// The usage documents every exit status.
+	for _, s := range []string{"0    success", "1    the operation failed", "2    usage error", "3    the operation was canceled",
+		"4    the operation's outcome is unknown", "5    an API problem", "6    -timeout ran out", "130  interrupted"} {
+		if !strings.Contains(usage, s) {
+			t.Errorf("usage does not say %q", s)
+		}
+	}
+	if len(api.sent()) != 0 {
+		t.Errorf("help called the API")
 	}
 }
 
 func TestSigV4(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_SESSION_TOKEN", "")
 	t.Setenv("AWS_REGION", "eu-west-1")
-	api := &fakeAPI{answer: func(*http.Request, int) (int, http.Header, string) { return 200, nil, `{}` }}
-	srv := httptest.NewServer(api)
-	defer srv.Close()
-	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"-api", srv.URL, "-sigv4", "get", "op_x"}, &out, &errOut); code != 0 {
-		t.Fatalf("%d %s", code, errOut.String())
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	api := newFake(t, rep{State: "running", Version: 3})
+	h := &harness{api: api, env: map[string]string{"LONGRUN_TOKEN": ""}}
+	if r := h.run(t, "-sigv4", "get", opID); r.code != 0 {
+		t.Fatalf("%+v", r)
 	}
-	auth := api.requests[0].Header.Get("Authorization")
+	auth := api.sent()[0].header.Get("Authorization")
 	if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") || !strings.Contains(auth, "/eu-west-1/execute-api/aws4_request") {
 		t.Fatalf("Authorization %q", auth)
 	}
 }
 
-func TestUsage(t *testing.T) {
-	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"explode"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
-		t.Fatalf("%d %q", code, errOut.String())
+func TestTimeoutStopsWaitingNotTheOperation(t *testing.T) {
+	api := newFake(t, rep{State: "running", Version: 3, RetryAfter: 10})
+	clock := &fakeClock{now: t0}
+	h := &harness{api: api, clock: clock}
+	r := h.run(t, "wait", opID, "-timeout", "25s", "-o", "id")
+	if r.code != 6 || r.stdout != opID+"\n" || !strings.Contains(r.stderr, "-timeout 25s ran out") ||
+		!strings.Contains(r.stderr, "longrun get -watch "+opID) || len(api.sent()) != 3 {
+		t.Fatalf("%+v after %d requests", r, len(api.sent()))
+	}
+	if fmt.Sprint(clock.slept) != "[10s 10s 5s]" {
+		t.Fatalf("waited %v", clock.slept)
+	}
+	for _, s := range api.sent() {
+		if s.method != "GET" {
+			t.Fatalf("%s %s", s.method, s.path)
+		}
 	}
 }

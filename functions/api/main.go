@@ -4,8 +4,6 @@ package main
 import (
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/ids"
@@ -14,7 +12,7 @@ import (
 )
 
 func main() {
-	fn := config.MustFunction()
+	fn := config.MustFunction("longrun-api")
 	gen := ids.New()
 	types := fn.Registry() // one registry for admission and discovery
 	handler := &httpapi.Handler{
@@ -27,5 +25,5 @@ func main() {
 		NewRequestID: gen.Request,
 		Log:          fn.Log,
 	}
-	lambda.Start(handler.Handle)
+	config.Start(handler.Handle)
 }

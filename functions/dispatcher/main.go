@@ -3,12 +3,10 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/longrun-dev/longrun/internal/aws/config"
 )
 
 func main() {
-	fn := config.MustFunction("LONGRUN_STATE_MACHINES", "LONGRUN_DEAD_LETTER_QUEUE_URL")
-	lambda.Start(fn.Dispatcher(fn.Executor()).HandleStream)
+	fn := config.MustFunction("longrun-dispatcher", "LONGRUN_STATE_MACHINES", "LONGRUN_DEAD_LETTER_QUEUE_URL")
+	config.Start(fn.Dispatcher(fn.Executor()).HandleStream)
 }

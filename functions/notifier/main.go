@@ -3,8 +3,6 @@
 package main
 
 import (
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventbridge"
@@ -12,7 +10,7 @@ import (
 )
 
 func main() {
-	fn := config.MustFunction("LONGRUN_EVENT_BUS")
+	fn := config.MustFunction("longrun-notifier", "LONGRUN_EVENT_BUS")
 	n := &notify.Notifier{Bus: eventbridge.NewBus(fn.AWS, fn.Config.EventBus), Changes: dynamo.ProjectionChange, Log: fn.Log}
-	lambda.Start(n.HandleStream)
+	config.Start(n.HandleStream)
 }

@@ -6,14 +6,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/service/reconcile"
 )
 
 func main() {
-	fn := config.MustFunction("LONGRUN_STATE_MACHINES", "LONGRUN_DEAD_LETTER_QUEUE_URL")
+	fn := config.MustFunction("longrun-reconciler", "LONGRUN_STATE_MACHINES", "LONGRUN_DEAD_LETTER_QUEUE_URL")
 	executor := fn.Executor()
 	r := &reconcile.Reconciler{
 		Store:      fn.Store,
@@ -25,5 +24,5 @@ func main() {
 		Log:        fn.Log,
 		MaxPerRun:  100,
 	}
-	lambda.Start(func(ctx context.Context, _ events.EventBridgeEvent) (reconcile.Summary, error) { return r.Run(ctx) })
+	config.Start(func(ctx context.Context, _ events.EventBridgeEvent) (reconcile.Summary, error) { return r.Run(ctx) })
 }

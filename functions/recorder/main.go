@@ -6,14 +6,12 @@ package main
 import (
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 func main() {
-	fn := config.MustFunction()
+	fn := config.MustFunction("longrun-recorder")
 	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log}
-	lambda.Start(r.Handle)
+	config.Start(r.Handle)
 }

@@ -294,8 +294,8 @@ func TestQuotaAndOutcomeUnknownAlarms(t *testing.T) {
 	}
 	// The shapes the services log (docs: the request line has status; the recorder's has
 	// outcome and state).
-	if stack.QuotaExceededPattern != `{ $.msg = "request" && $.status = 429 }` || stack.WaitingPattern != `{ $.msg = "run" && $.outcome_unknown >= 0 }` ||
-		stack.OutcomeUnknownPatterns["recorder"] != `{ $.msg = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }` {
+	if stack.QuotaExceededPattern != `{ $.message = "request" && $.status = 429 }` || stack.WaitingPattern != `{ $.message = "run" && $.outcome_unknown >= 0 }` ||
+		stack.OutcomeUnknownPatterns["recorder"] != `{ $.message = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }` {
 		t.Errorf("patterns %q %v", stack.QuotaExceededPattern, stack.OutcomeUnknownPatterns)
 	}
 	alarms := map[string]map[string]any{}

@@ -46,6 +46,7 @@ type event struct {
 		State         string  `json:"state"`
 		PreviousState *string `json:"previousState"`
 		Version       int     `json:"version"`
+		CorrelationID string  `json:"correlationId"`
 		Progress      *struct {
 			CompletedSteps int `json:"completedSteps"`
 			TotalSteps     int `json:"totalSteps"`

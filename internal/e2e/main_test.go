@@ -31,6 +31,9 @@ import (
 
 var stack *target
 
+// logPath is the local stack's log file: every function's lines, prefixed with its name.
+var logPath string
+
 // conflicts is the conflict-faithful proxy the local stack's DynamoDB sits behind (nil when
 // LONGRUN_E2E_CONFLICTS=0 or the target is external).
 var conflicts *conflictproxy.Proxy
@@ -57,7 +60,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	logPath := filepath.Join(root, ".cache", "logs", "e2e-stack.log")
+	logPath = filepath.Join(root, ".cache", "logs", "e2e-stack.log")
 	_ = os.MkdirAll(filepath.Dir(logPath), 0o755)
 	logFile, err := os.Create(logPath)
 	if err != nil {

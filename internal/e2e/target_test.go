@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -16,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/longrun-dev/longrun/internal/client/apiclient"
+	longrunclient "github.com/longrun-dev/longrun/client"
 	"github.com/longrun-dev/longrun/internal/local/devstack"
 )
 
@@ -85,12 +86,19 @@ func (t *target) Resume(names ...string) { t.mustBeLocal().Resume(names...) }
 func (t *target) Published() [][]byte    { return t.mustBeLocal().Published() }
 
 // authorize signs req with SigV4 for API Gateway's IAM authorization, or sets the bearer
-// token of the local authorizer.
+// token of the local authorizer: the public client's authenticators, applied to a request
+// the suite builds itself.
 func (t *target) authorize(req *http.Request, token string) error {
 	var body []byte
 	if req.Body != nil {
 		body, _ = io.ReadAll(req.Body)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	return apiclient.Authorize(req, body, token, t.sigv4)
+	auth := longrunclient.BearerToken(token)
+	if t.sigv4 != nil {
+		auth = longrunclient.SigV4(*t.sigv4)
+	} else if token == "" {
+		return fmt.Errorf("e2e: no token and no AWS credentials")
+	}
+	return auth.Authenticate(req.Context(), req, body, time.Now())
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/longrun-dev/longrun/internal/aws/lambdalog"
+
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 )
@@ -144,7 +146,9 @@ func AWS(ctx context.Context) (aws.Config, error) {
 	return cfg, nil
 }
 
-// Logger is the JSON logger every function uses.
-func Logger() *slog.Logger {
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+// Logger is the logger every function uses: JSON lines with Powertools' field names
+// (internal/aws/lambdalog, docs/observability.md), as service (POWERTOOLS_SERVICE_NAME
+// overrides it).
+func Logger(service string) *slog.Logger {
+	return slog.New(lambdalog.New(os.Stderr, lambdalog.ServiceName(service), slog.LevelInfo))
 }

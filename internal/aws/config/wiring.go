@@ -6,10 +6,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/lambdalog"
 	"github.com/longrun-dev/longrun/internal/aws/sqs"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/optype"
@@ -26,9 +28,10 @@ type Function struct {
 	Types  *optype.Registry
 }
 
-// MustFunction loads the settings a function needs; required names as for Require.
-func MustFunction(required ...string) Function {
-	log := Logger()
+// MustFunction loads the settings a function needs; required names as for Require. service
+// is what its log lines name it ("longrun-api", say).
+func MustFunction(service string, required ...string) Function {
+	log := Logger(service)
 	cfg, err := FromEnv()
 	if err == nil {
 		err = cfg.Require(required...)
@@ -107,6 +110,13 @@ func (f Function) Dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
 		exit(f.Log, err)
 	}
 	return d
+}
+
+// Start runs handler (any function lambda.Start takes) as the function's Lambda handler, each
+// invocation's log lines saying whether it is the process's first (cold_start); it does not
+// return.
+func Start(handler any) {
+	lambda.Start(lambdalog.Invocations(lambda.NewHandler(handler)))
 }
 
 func exit(log *slog.Logger, err error) {

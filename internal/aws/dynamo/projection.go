@@ -19,17 +19,20 @@ import (
 // the scope index, the reconciler through the due index, and the notifier from its stream
 // records (old and new image: the previous and the new state).
 const (
-	attrState     = "state"
-	attrVersion   = "version"
-	attrRep       = "rep" // the public representation (without statusUrl), JSON
-	attrDueShard  = "due_shard"
-	attrDueAt     = "due_at"
-	attrAttempts  = "reconcile_attempts"
-	attrTenant    = "tenant"
-	attrType      = "type"
-	attrTarget    = "target"
-	attrCreatedAt = "created_at"
-	attrUpdatedAt = "updated_at"
+	attrState    = "state"
+	attrVersion  = "version"
+	attrRep      = "rep" // the public representation (without statusUrl), JSON
+	attrDueShard = "due_shard"
+	attrDueAt    = "due_at"
+	attrAttempts = "reconcile_attempts"
+	attrTenant   = "tenant"
+	// attrCorrelation is the operation's correlation id, written with the item (the
+	// notifier's events and logs carry it); absent for operations admitted without one.
+	attrCorrelation = "correlation_id"
+	attrType        = "type"
+	attrTarget      = "target"
+	attrCreatedAt   = "created_at"
+	attrUpdatedAt   = "updated_at"
 
 	// IndexDue lists non-terminal operations by the time the reconciler should look at them
 	// (sparse: only items with due attributes are in it).
@@ -67,6 +70,9 @@ func (s *Store) projection(op operation.Operation) (map[string]types.AttributeVa
 	item[attrType] = str(op.Type)
 	item[attrTarget] = str(op.Target)
 	item[attrCreatedAt] = str(operation.FormatTime(op.CreatedAt))
+	if op.CorrelationID != "" {
+		item[attrCorrelation] = str(op.CorrelationID)
+	}
 	return item, nil
 }
 

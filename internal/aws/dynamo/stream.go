@@ -52,7 +52,8 @@ func ProjectionChange(rec events.DynamoDBEventRecord) (notify.StateChange, bool,
 	if err != nil {
 		return notify.StateChange{}, false, err
 	}
-	c := notify.StateChange{Version: version, State: operation.State(imageString(img, attrState)), Tenant: imageString(img, attrTenant)}
+	c := notify.StateChange{Version: version, State: operation.State(imageString(img, attrState)), Tenant: imageString(img, attrTenant),
+		CorrelationID: imageString(img, attrCorrelation)}
 	c.OperationID, _ = strings.CutPrefix(imageString(img, attrPK), "OP#")
 	if old != nil {
 		if v, err := imageInt(old, attrVersion); err == nil && v == version {

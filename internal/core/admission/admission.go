@@ -55,6 +55,9 @@ type Request struct {
 	// BasePath is the prefix of the API's base URL as the client called it ("" locally,
 	// "/prod" behind a stage); statusUrl and Location are built under it.
 	BasePath string
+	// CorrelationID is recorded in the accepted fact (operation.Admission.CorrelationID); it
+	// is not part of the fingerprint, so a retry with another one replays.
+	CorrelationID string
 }
 
 // Record is the stored idempotency record: the fingerprint it guards and the first
@@ -164,7 +167,7 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 			Actor: req.Scope.Principal, Admission: &operation.Admission{Type: typ.Name, TypeVersion: typ.Version,
 				Target: target, Tenant: req.Scope.Tenant, Principal: req.Scope.Principal, Input: input,
 				QuotaReserved: s.Quota > 0, PrincipalQuotaReserved: s.PrincipalQuota > 0, Deadline: now.Add(typ.Deadline),
-				QuotaWeight: quotaWeight(typ)}}}
+				QuotaWeight: quotaWeight(typ), CorrelationID: req.CorrelationID}}}
 
 	existing, err := s.Store.Admit(ctx, in)
 	switch {

@@ -93,6 +93,10 @@ type Admission struct {
 	// QuotaWeight is how many slots of each quota the operation holds (its type's quota
 	// weight when it was admitted; 0 means 1), so the terminal fact frees as many.
 	QuotaWeight int `json:"quotaWeight,omitempty"`
+	// CorrelationID ties every log line and event about the operation together: the
+	// admitting request's W3C trace-id, or its request id. Every writer after admission
+	// reads it from here. Empty in histories written before it was recorded.
+	CorrelationID string `json:"correlationId,omitempty"`
 }
 
 // Progress is how far the work has come: CompletedSteps is counted by longrun from the

@@ -35,6 +35,9 @@ type Request struct {
 	Deadline    string          `json:"deadline"`
 	// StepTimeoutSeconds is how long this step may run before longrun gives up on it.
 	StepTimeoutSeconds int `json:"stepTimeoutSeconds"`
+	// CorrelationID is the operation's correlation id (docs/observability.md), for the
+	// worker's own logs; absent for operations admitted before it was recorded.
+	CorrelationID string `json:"correlationId,omitempty"`
 }
 
 // Status is what a report says the step came to.

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
@@ -57,6 +58,9 @@ type DeadLetters interface {
 type Input struct {
 	OperationID string `json:"operationId"`
 	Step        int    `json:"step"`
+	// CorrelationID is the operation's (operation.Admission.CorrelationID), for the
+	// execution's history; the recorder reads it from the operation.
+	CorrelationID string `json:"correlationId,omitempty"`
 }
 
 // Dispatcher starts executions for accepted operations. Make one with New.
@@ -103,6 +107,7 @@ func New(d Dispatcher) (*Dispatcher, error) {
 func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 	var started string // the execution this call started or found, if any
 	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		switch {
 		case op.State == operation.Cancelling && untouched(op):
 			// Cancellation intent with nothing dispatched or started (a bare cancel_requested;
@@ -119,7 +124,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 			return []operation.Fact{f}, nil
 		}
 		if started == "" {
-			input, _ := json.Marshal(Input{OperationID: op.ID})
+			input, _ := json.Marshal(Input{OperationID: op.ID, CorrelationID: op.CorrelationID})
 			ref, err := d.Executor.Start(ctx, typ.Worker, op.ID, input)
 			if err != nil && !errors.Is(err, ErrAlreadyStarted) {
 				return nil, err
@@ -193,6 +198,7 @@ func poison(err error) bool {
 
 // handle dispatches one record's operation and reports whether the record is done with.
 func (d *Dispatcher) handle(ctx context.Context, id, sequence string) bool {
+	ctx = logctx.With(ctx, logctx.Fields{OperationID: id}) // Dispatch adds the correlation id
 	log := d.Log.With("operation_id", id, "sequence", sequence)
 	err := d.Dispatch(ctx, id)
 	switch {

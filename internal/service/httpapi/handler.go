@@ -21,6 +21,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/core/intent"
+	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
@@ -71,6 +72,9 @@ const operationsPath = "/v1/operations"
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) (out events.APIGatewayProxyResponse, _ error) {
 	start := time.Now()
 	requestID := h.NewRequestID()
+	// The request's correlation id; an operation the request is about brings its own
+	// (admission records this one in the operation it creates).
+	ctx = logctx.With(ctx, logctx.Fields{RequestID: requestID, CorrelationID: CorrelationID(headerValues(ev, "traceparent"), requestID)})
 	log := h.Log.With("request_id", requestID, "method", ev.HTTPMethod, "path", ev.Path)
 	if ev.RequestContext.RequestID != "" {
 		log = log.With("apigw_request_id", ev.RequestContext.RequestID) // logs only, never a response
@@ -89,6 +93,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) 
 
 	var err error
 	resp, opID, err = h.route(ctx, ev)
+	logctx.Set(ctx, logctx.Fields{OperationID: opID})
 	if err != nil {
 		pe := problem.As(err)
 		code = pe.Code
@@ -182,7 +187,7 @@ func (h *Handler) admit(ctx context.Context, ev events.APIGatewayProxyRequest, s
 	}
 	mt, params := mediaType(ev)
 	out, err := h.Admission.Admit(ctx, admission.Request{Scope: scope, Key: key, MediaType: mt, MediaParams: params,
-		Body: payload, BasePath: basePath(ev)})
+		Body: payload, BasePath: basePath(ev), CorrelationID: logctx.From(ctx).CorrelationID})
 	if err != nil {
 		return response{}, "", err
 	}
@@ -202,7 +207,7 @@ func (h *Handler) get(ctx context.Context, ev events.APIGatewayProxyRequest, sco
 	if err != nil {
 		return response{}, err
 	}
-	return representation(op, admission.StatusPath(basePath(ev), op.ID))
+	return representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
 }
 
 // visible loads an operation the caller may see. Another scope's operation is answered
@@ -231,7 +236,10 @@ func owns(scope admission.Scope) intent.Visible {
 	return func(op operation.Operation) bool { return op.Tenant == scope.Tenant && op.Principal == scope.Principal }
 }
 
-func representation(op operation.Operation, statusURL string) (response, error) {
+// representation is op's 200, and tells ctx's log fields which operation the request is
+// about, with its correlation id.
+func representation(ctx context.Context, op operation.Operation, statusURL string) (response, error) {
+	logctx.Set(ctx, logctx.Fields{OperationID: op.ID, CorrelationID: op.CorrelationID})
 	b, err := json.Marshal(op.Represent(statusURL))
 	if err != nil {
 		return response{}, problem.Wrap(problem.Internal, err, "An internal error occurred.")
@@ -459,6 +467,42 @@ func basePath(ev events.APIGatewayProxyRequest) string {
 		return ""
 	}
 	return strings.TrimSuffix(full, ev.Path)
+}
+
+// CorrelationID is a request's correlation id: the trace-id of its W3C traceparent header
+// (https://www.w3.org/TR/trace-context/#traceparent-header) when there is exactly one and it
+// is valid, else requestID.
+func CorrelationID(traceparent []string, requestID string) string {
+	if len(traceparent) == 1 {
+		if id, ok := traceID(strings.TrimSpace(traceparent[0])); ok {
+			return id
+		}
+	}
+	return requestID
+}
+
+// traceID reads version-traceid-parentid-flags: lowercase hex, neither id all zeros, version
+// ff invalid; a later version may append "-…" members, version 00 may not.
+func traceID(h string) (string, bool) {
+	if len(h) < 55 || (len(h) > 55 && (h[:2] == "00" || h[55] != '-')) {
+		return "", false
+	}
+	version, trace, parent, flags := h[0:2], h[3:35], h[36:52], h[53:55]
+	if h[2] != '-' || h[35] != '-' || h[52] != '-' || version == "ff" ||
+		!lowerHex(version) || !lowerHex(trace) || !lowerHex(parent) || !lowerHex(flags) ||
+		strings.Trim(trace, "0") == "" || strings.Trim(parent, "0") == "" {
+		return "", false
+	}
+	return trace, true
+}
+
+func lowerHex(s string) bool {
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func truncate(s string, n int) string {

@@ -36,7 +36,7 @@ func (h *Handler) cancel(ctx context.Context, ev events.APIGatewayProxyRequest, 
 	if err != nil {
 		return response{}, err
 	}
-	resp, err := representation(op, admission.StatusPath(basePath(ev), op.ID))
+	resp, err := representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
 	if !already {
 		resp.status = http.StatusAccepted
 	}
@@ -87,7 +87,7 @@ func (h *Handler) resolve(ctx context.Context, ev events.APIGatewayProxyRequest,
 	if err != nil {
 		return response{}, err
 	}
-	return representation(op, admission.StatusPath(basePath(ev), op.ID))
+	return representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
 }
 
 func parseResolution(mediaType string, params map[string]string, payload []byte) (intent.Resolution, error) {

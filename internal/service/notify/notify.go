@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 )
 
@@ -33,14 +34,16 @@ const MaxDetailBytes = 64<<10 - len(Source) - len(DetailType)
 
 // Detail is the event's detail.
 type Detail struct {
-	OperationID   string             `json:"operationId"`
-	Type          string             `json:"type"`
-	Target        string             `json:"target"`
-	Tenant        string             `json:"tenant"`
-	State         operation.State    `json:"state"`
-	PreviousState *operation.State   `json:"previousState"`
-	Version       int                `json:"version"`
-	OccurredAt    string             `json:"occurredAt"`
+	OperationID   string           `json:"operationId"`
+	Type          string           `json:"type"`
+	Target        string           `json:"target"`
+	Tenant        string           `json:"tenant"`
+	State         operation.State  `json:"state"`
+	PreviousState *operation.State `json:"previousState"`
+	Version       int              `json:"version"`
+	OccurredAt    string           `json:"occurredAt"`
+	// CorrelationID is the operation's (operation.Admission.CorrelationID).
+	CorrelationID string             `json:"correlationId,omitempty"`
 	Result        json.RawMessage    `json:"result,omitempty"`
 	Problem       *operation.Problem `json:"problem,omitempty"`
 	// Progress is the operation's progress when the state changed (operation.Progress).
@@ -60,6 +63,7 @@ type StateChange struct {
 	PreviousState operation.State // "" for the first (accepted)
 	Version       int
 	Rep           operation.Representation
+	CorrelationID string // "" for operations admitted before it was recorded
 }
 
 // Bus publishes event details in order; it returns how many of them it published before the
@@ -83,7 +87,7 @@ type Notifier struct {
 // DetailOf builds the detail of a state change.
 func DetailOf(c StateChange) Detail {
 	d := Detail{OperationID: c.OperationID, Type: c.Rep.Type, Target: c.Rep.Target, Tenant: c.Tenant, State: c.State,
-		Version: c.Version, OccurredAt: c.Rep.UpdatedAt, Result: c.Rep.Result, Problem: c.Rep.Problem, Progress: c.Rep.Progress}
+		Version: c.Version, OccurredAt: c.Rep.UpdatedAt, CorrelationID: c.CorrelationID, Result: c.Rep.Result, Problem: c.Rep.Problem, Progress: c.Rep.Progress}
 	if c.PreviousState != "" {
 		prev := c.PreviousState
 		d.PreviousState = &prev
@@ -141,6 +145,10 @@ func (n *Notifier) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (e
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
 		}
 	}
+	for _, c := range changes[:published] {
+		n.Log.InfoContext(logctx.With(ctx, logctx.Fields{OperationID: c.OperationID, CorrelationID: c.CorrelationID}),
+			"event published", "version", c.Version, "state", string(c.State))
+	}
 	n.Log.InfoContext(ctx, "published", "events", published)
 	return resp, nil
 }
@@ -175,6 +183,7 @@ func (n *Notifier) Republish(ctx context.Context, id string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctx = logctx.With(ctx, logctx.Fields{OperationID: id, CorrelationID: changes[0].CorrelationID})
 	published, err := n.publish(ctx, changes)
 	done := make([]int, published)
 	for i, c := range changes[:published] {
@@ -209,7 +218,8 @@ func History(id string, facts []operation.Fact) ([]StateChange, error) {
 		if i+1 < len(facts) && sameAppend(f, facts[i+1]) {
 			continue
 		}
-		c := StateChange{OperationID: id, Tenant: op.Tenant, State: op.State, PreviousState: previous, Version: op.Version}
+		c := StateChange{OperationID: id, Tenant: op.Tenant, State: op.State, PreviousState: previous, Version: op.Version,
+			CorrelationID: op.CorrelationID}
 		// Through JSON, as the projection stores it and the stream path reads it.
 		rep, err := json.Marshal(op.Represent(""))
 		if err == nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
@@ -102,6 +103,7 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 	}
 	for _, item := range due {
 		sum.Examined++
+		ctx := logctx.With(ctx, logctx.Fields{OperationID: item.ID}) // reconcile adds the correlation id
 		res, err := r.reconcile(ctx, item)
 		if err != nil {
 			sum.Errors++
@@ -144,6 +146,7 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 	if err != nil {
 		return result{}, err
 	}
+	logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 	later := func(base time.Duration) (result, error) {
 		return result{action: "rescheduled"}, r.Store.Reschedule(ctx, op.ID, op.Version, r.Now().Add(backoff(base, item.Attempts)), item.Attempts+1)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/lambdalog"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/intent"
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -377,7 +378,7 @@ func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
 func TestLogLinesTheAlarmsRead(t *testing.T) {
 	f := newFixture(t)
 	var buf bytes.Buffer
-	f.r.Log = slog.New(slog.NewJSONHandler(&buf, nil))
+	f.r.Log = slog.New(lambdalog.New(&buf, "longrun-reconciler", slog.LevelInfo)) // as the function logs
 	id := f.started(true)
 	f.exec.Finish(id, reconcile.Aborted, nil)
 	f.clock.Advance(leases.Check + time.Second)
@@ -388,7 +389,7 @@ func TestLogLinesTheAlarmsRead(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &l); err != nil {
 			t.Fatalf("not a JSON line: %q", line)
 		}
-		switch l["msg"] {
+		switch l["message"] {
 		case "reconciled":
 			recorded = recorded || (l["operation_id"] == id && l["outcome"] == "outcome_unknown" && l["state"] == "outcome_unknown")
 		case "run":
@@ -405,4 +406,34 @@ func TestLogLinesTheAlarmsRead(t *testing.T) {
 func firstStep(id string) string {
 	return `{"next":"work","stepTimeoutSeconds":60,"request":{"protocol":"longrun.step.v1","operationId":"` + id +
 		`","type":"demo.task","version":1,"input":{"target":"t"},"step":1,"maxSteps":20,"deadline":"2030-01-01T00:00:00.000Z","stepTimeoutSeconds":60}}`
+}
+
+// The line about each operation carries its operation and correlation ids.
+func TestReconciledLineCarriesTheCorrelationID(t *testing.T) {
+	f := newFixture(t)
+	var buf bytes.Buffer
+	f.r.Log = slog.New(lambdalog.New(&buf, "longrun-reconciler", slog.LevelInfo))
+	id := f.admit.AdmitCorrelated(t, "", "corr-reconcile")
+	f.clock.Advance(leases.Dispatch + time.Second)
+	if sum := f.run(); sum.Dispatched != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		switch l["message"] {
+		case "reconciled":
+			found = l["operation_id"] == id && l["correlation_id"] == "corr-reconcile" && l["action"] == "dispatched"
+		case "run":
+			if _, ok := l["correlation_id"]; ok {
+				t.Errorf("the run's line is about no one operation: %v", l)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no reconciled line with the operation's ids:\n%s", buf.String())
+	}
 }

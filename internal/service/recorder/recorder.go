@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/step"
@@ -242,6 +243,7 @@ func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
 	if id == "" {
 		return Decision{}, errors.New("recorder: the workflow state names no operation")
 	}
+	ctx = logctx.With(ctx, logctx.Fields{OperationID: id})
 	var e end
 	if req := in.ran(); req != nil {
 		e = stepEnd(in, req)
@@ -253,6 +255,7 @@ func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
 	var recorded *operation.Fact
 	op, err := facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
 		decision, recorded = Decision{Next: NextDone}, nil
+		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		now := r.Now()
 		if op.State.Terminal() || op.State == operation.OutcomeUnknown {
 			return nil, nil // settled elsewhere: do no more work and record nothing
@@ -343,7 +346,8 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 	}
 	req := &step.Request{Protocol: step.Protocol, OperationID: op.ID, Type: op.Type, Version: op.TypeVersion,
 		Input: input, Step: completed + 1, MaxSteps: typ.MaxSteps, State: last.State,
-		Deadline: operation.FormatTime(deadline), StepTimeoutSeconds: int(typ.StepTimeout / time.Second)}
+		Deadline: operation.FormatTime(deadline), StepTimeoutSeconds: int(typ.StepTimeout / time.Second),
+		CorrelationID: op.CorrelationID}
 	d := Decision{Next: NextWork, StepTimeoutSeconds: req.StepTimeoutSeconds, Request: req}
 	if rep != nil {
 		switch {

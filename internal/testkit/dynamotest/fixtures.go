@@ -34,12 +34,18 @@ func NewAdmitter(store *dynamo.Store, now func() time.Time) *Admitter {
 // Admit admits body (a demo.task on a fresh target when body is "") and returns the id.
 func (a *Admitter) Admit(tb testing.TB, body string) string {
 	tb.Helper()
+	return a.AdmitCorrelated(tb, body, "")
+}
+
+// AdmitCorrelated is Admit with the correlation id the API would have given the request.
+func (a *Admitter) AdmitCorrelated(tb testing.TB, body, correlationID string) string {
+	tb.Helper()
 	n := a.n.Add(1)
 	if body == "" {
 		body = fmt.Sprintf(`{"type":"demo.task","input":{"target":"t%d"}}`, n)
 	}
 	out, err := a.service.Admit(context.Background(), admission.Request{Scope: admission.Scope{Tenant: "acme", Principal: "alice"},
-		Key: fmt.Sprintf("k%d", n), MediaType: "application/json", Body: []byte(body)})
+		Key: fmt.Sprintf("k%d", n), MediaType: "application/json", Body: []byte(body), CorrelationID: correlationID})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,40 @@
+package dynamo_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/longrun-dev/longrun/internal/core/operation"
+)
+
+// The correlation id is recorded with the accepted fact, folded into the operation and kept
+// on the projection item through later facts (the notifier reads it there); an operation
+// without one has no attribute.
+func TestCorrelationIDIsKept(t *testing.T) {
+	store, client, table := newStore(t)
+	ctx := context.Background()
+	in := intent("op_01JDY3Q4W5E6R7T8Y9V0CORR01", "k-corr", "demo:corr")
+	in.First.Admission.CorrelationID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	if _, err := store.Admit(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	plain := intent("op_01JDY3Q4W5E6R7T8Y9V0CORR02", "k-plain", "demo:plain")
+	if _, err := store.Admit(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	op, err := store.Load(ctx, in.Record.OperationID)
+	if err != nil || op.CorrelationID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("%q %v", op.CorrelationID, err)
+	}
+	if _, err := store.Append(ctx, op, operation.Fact{Kind: operation.KindDispatched, At: now, Source: operation.SourceDispatcher, Execution: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := meta(t, client, table, op.ID)["correlation_id"].(*types.AttributeValueMemberS); !ok || v.Value != op.CorrelationID {
+		t.Errorf("projection after a fact: %v", meta(t, client, table, op.ID)["correlation_id"])
+	}
+	if _, ok := meta(t, client, table, plain.Record.OperationID)["correlation_id"]; ok {
+		t.Error("an operation without a correlation id has the attribute")
+	}
+}
