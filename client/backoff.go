@@ -20,6 +20,10 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
+// WallClock is the real clock, the default of ClientOptions.Clock: for callers that wrap it
+// (to watch the waits, say) rather than replace it.
+func WallClock() Clock { return wallClock{} }
+
 type wallClock struct{}
 
 func (wallClock) Now() time.Time { return time.Now() }

@@ -317,7 +317,7 @@ func (x *invocation) usageError(format string, a ...any) int {
 func (x *invocation) client(ctx context.Context) (*client.Client, int) {
 	x.clk = &watchClock{inner: x.clock}
 	if x.clk.inner == nil {
-		x.clk.inner = wallClock{}
+		x.clk.inner = client.WallClock()
 	}
 	opts := &client.ClientOptions{Clock: x.clk, UserAgent: "longrun-cli", HTTPClient: x.httpClient}
 	if opts.HTTPClient == nil {

@@ -202,24 +202,6 @@ func (w *watchClock) nextPoll() time.Time {
 	return w.wakeAt
 }
 
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
-func (wallClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // reporter shows a wait's progress.
 type reporter interface {
 	// change is called with each representation that says something new.
