@@ -24,6 +24,7 @@ func main() {
 		Callers:      httpapi.Callers{CognitoClientIDs: fn.Config.CognitoClientIDs, OperatorPrincipals: fn.Config.OperatorPrincipals},
 		NewRequestID: gen.Request,
 		Log:          fn.Log,
+		Metrics:      fn.Metrics,
 	}
 	config.Start(handler.Handle)
 }

@@ -23,6 +23,7 @@ func main() {
 		Now:        time.Now,
 		Log:        fn.Log,
 		MaxPerRun:  100,
+		Metrics:    fn.Metrics,
 	}
 	config.Start(func(ctx context.Context, _ events.EventBridgeEvent) (reconcile.Summary, error) { return r.Run(ctx) })
 }

@@ -12,6 +12,6 @@ import (
 
 func main() {
 	fn := config.MustFunction("longrun-recorder")
-	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log}
+	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log, Metrics: fn.Metrics}
 	config.Start(r.Handle)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/emf"
 	"github.com/longrun-dev/longrun/internal/aws/lambdalog"
 	"github.com/longrun-dev/longrun/internal/aws/sqs"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
@@ -19,13 +20,18 @@ import (
 )
 
 // Function is what every function's main starts from: its settings, the AWS configuration,
-// the logger and the table. It exits the process with a logged reason when any is missing.
+// the logger, the metrics and the table. It exits the process with a logged reason when any is missing.
 type Function struct {
 	Config Config
 	AWS    aws.Config
 	Log    *slog.Logger
 	Store  *dynamo.Store
 	Types  *optype.Registry
+	// Metrics writes CloudWatch Embedded Metric Format lines to stdout, where CloudWatch
+	// Logs extracts them (namespace LONGRUN_METRICS_NAMESPACE, dimension Service = the
+	// function; docs/observability.md). The store counts its contention with it; each main
+	// gives it to its service.
+	Metrics *emf.Encoder
 }
 
 // MustFunction loads the settings a function needs; required names as for Require. service
@@ -62,9 +68,15 @@ func MustFunction(service string, required ...string) Function {
 		log.Warn("configuration: LONGRUN_LEASE_CANCEL is shorter than the workflow may rightly run after a cancel",
 			"lease", cfg.Leases.Cancel.String(), "budget", budget.String())
 	}
+	metrics, err := emf.New(os.Stdout, service)
+	if err != nil {
+		exit(log, err)
+	}
+	metrics.OnError = func(err error) { log.Warn("metric not written", "error", err.Error()) }
 	store := dynamo.New(client, cfg.Table)
 	store.Leases = cfg.Leases
-	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store, Types: types}
+	store.Metrics = metrics
+	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store, Types: types, Metrics: metrics}
 }
 
 // Types is the operation types a deployment serves: those of LONGRUN_TYPES_FILE (one file,
@@ -105,11 +117,19 @@ func (f Function) Registry() *optype.Registry { return f.Types }
 func (f Function) Dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
 	d, err := dispatch.New(dispatch.Dispatcher{Store: f.Store, Executor: exec, Registry: f.Registry(),
 		DeadLetters: sqs.NewDeadLetters(f.AWS, f.Config.DeadLetterQueueURL),
-		Now:         time.Now, Log: f.Log, Accepted: dynamo.AcceptedOperation})
+		Now:         time.Now, Log: f.Log, Accepted: dynamo.AcceptedOperation, Metrics: f.metrics()})
 	if err != nil {
 		exit(f.Log, err)
 	}
 	return d
+}
+
+// metrics is f.Metrics as a port, nil (not a nil pointer in an interface) when unset.
+func (f Function) metrics() dispatch.Metrics {
+	if f.Metrics == nil {
+		return nil
+	}
+	return f.Metrics
 }
 
 // Start runs handler (any function lambda.Start takes) as the function's Lambda handler, each

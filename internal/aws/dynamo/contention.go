@@ -41,30 +41,53 @@ const (
 	backoffCap      = 200 * time.Millisecond
 )
 
-// retrier paces the attempts of one call.
+// Metrics is where the store counts contention (the functions give it internal/aws/emf;
+// docs/observability.md lists the metrics). dims are name, value pairs.
+type Metrics interface {
+	Add(name, unit string, value float64, dims ...string)
+}
+
+func (s *Store) count(name string, dims ...string) {
+	if s.Metrics != nil {
+		s.Metrics.Add(name, "Count", 1, dims...)
+	}
+}
+
+// retrier paces the attempts of one call (admit, append, write, quota_read: the Call
+// dimension of its metrics).
 type retrier struct {
 	s        *Store
+	call     string
 	deadline time.Time
 	attempt  int
 }
 
-func (s *Store) retrier() *retrier {
+func (s *Store) retrier(call string) *retrier {
 	budget := s.ConflictBudget
 	if budget <= 0 {
 		budget = DefaultConflictBudget
 	}
-	return &retrier{s: s, deadline: s.now().Add(budget)}
+	return &retrier{s: s, call: call, deadline: s.now().Add(budget)}
+}
+
+// conflict counts a transaction DynamoDB cancelled for a conflict with another one.
+func (r *retrier) conflict(reasons []types.CancellationReason) {
+	if hasReason(reasons, "TransactionConflict") {
+		r.s.count("TransactionConflicts", "Call", r.call)
+	}
 }
 
 // wait sleeps a full-jitter backoff before the next attempt; false when the budget is spent
-// or ctx is done.
+// or ctx is done. Each retry counts as StoreRetries, a spent budget as StoreBusy.
 func (r *retrier) wait(ctx context.Context) bool {
 	ceiling := min(backoffCap, backoffBase<<min(r.attempt, 16))
 	r.attempt++
 	d := r.s.jitter(ceiling)
 	if r.s.now().Add(d).After(r.deadline) {
+		r.s.count("StoreBusy", "Call", r.call)
 		return false
 	}
+	r.s.count("StoreRetries", "Call", r.call)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -108,7 +131,7 @@ func conflicted(err error) bool {
 
 // retrySingle runs a single-item write, retrying it while a transaction holds the item.
 func (s *Store) retrySingle(ctx context.Context, write func() error) error {
-	r := s.retrier()
+	r := s.retrier("write")
 	for {
 		err := write()
 		if err == nil || !conflicted(err) {
@@ -124,12 +147,13 @@ func (s *Store) retrySingle(ctx context.Context, write func() error) error {
 // conflicts and throttling are retried inside the budget; failed conditions come back as
 // cancellation reasons.
 func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) ([]types.CancellationReason, error) {
-	r := s.retrier()
+	r := s.retrier("append")
 	for {
 		reasons, err := s.transactOnce(ctx, items)
 		if err != nil || reasons == nil || !contended(reasons) {
 			return reasons, err
 		}
+		r.conflict(reasons)
 		if !r.wait(ctx) {
 			return nil, errBusy(errors.New("transaction conflicts outlasted the budget: " + reasonCodes(reasons)))
 		}
@@ -327,7 +351,7 @@ func (s *Store) fullShards(ctx context.Context, q *quotaSlot) (map[int]bool, err
 	}
 	counts := make(map[string]int, n)
 	req := map[string]types.KeysAndAttributes{s.Table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-	r := s.retrier()
+	r := s.retrier("quota_read")
 	for len(req) > 0 {
 		out, err := s.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 		if err != nil {

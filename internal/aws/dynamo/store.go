@@ -51,6 +51,8 @@ type Store struct {
 	// math/rand.
 	Now    func() time.Time
 	Random func(n int64) int64
+	// Metrics counts transaction conflicts and retries; nil counts nothing.
+	Metrics Metrics
 
 	background sync.WaitGroup // requests left to finish after their call answered
 }
@@ -87,7 +89,7 @@ func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Reco
 			return nil, q.exceeded()
 		}
 	}
-	r := s.retrier()
+	r := s.retrier("admit")
 	for attempt := 0; ; attempt++ {
 		items, err := s.admitItems(in, slots)
 		if err != nil {
@@ -106,6 +108,7 @@ func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Reco
 		if err != nil || reasons == nil {
 			return nil, err
 		}
+		r.conflict(reasons)
 		switch {
 		case reasonIs(reasons, admitIdempotency, "ConditionalCheckFailed"):
 			rec, err := decodeRecord(reasons[admitIdempotency].Item)

@@ -63,6 +63,12 @@ type Input struct {
 	CorrelationID string `json:"correlationId,omitempty"`
 }
 
+// Metrics is where the dispatcher counts what it did (the functions give it internal/aws/emf;
+// docs/observability.md lists the metrics). dims are name, value pairs.
+type Metrics interface {
+	Add(name, unit string, value float64, dims ...string)
+}
+
 // Dispatcher starts executions for accepted operations. Make one with New.
 type Dispatcher struct {
 	Store       facts.Store
@@ -74,6 +80,14 @@ type Dispatcher struct {
 	// Accepted reads the operation id from a stream record that inserts an accepted fact
 	// (the store's item format is the store adapter's business: dynamo.AcceptedOperation).
 	Accepted func(events.DynamoDBEventRecord) (id string, ok bool)
+	// Metrics hears of dispatch lag and dead letters; nil counts nothing (optional).
+	Metrics Metrics
+}
+
+func (d *Dispatcher) metric(name, unit string, value float64, dims ...string) {
+	if d.Metrics != nil {
+		d.Metrics.Add(name, unit, value, dims...)
+	}
 }
 
 // New checks that every dependency of d is set and returns it ready to use. A dispatcher
@@ -106,7 +120,11 @@ func New(d Dispatcher) (*Dispatcher, error) {
 // work that a step may be doing.
 func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 	var started string // the execution this call started or found, if any
+	var lag time.Duration
+	var typeName string
+	var recorded bool // whether the appended facts (of the last attempt) are dispatched
 	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+		recorded = false
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		switch {
 		case op.State == operation.Cancelling && untouched(op):
@@ -131,10 +149,15 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 			}
 			started = ref
 		}
-		return []operation.Fact{d.fact(operation.KindDispatched, started)}, nil
+		f := d.fact(operation.KindDispatched, started)
+		recorded, lag, typeName = true, f.At.Sub(op.CreatedAt), op.Type
+		return []operation.Fact{f}, nil
 	})
 	if err != nil {
 		return err
+	}
+	if recorded {
+		d.metric("DispatchLag", "Milliseconds", float64(max(lag, 0).Milliseconds()), "Type", typeName)
 	}
 	// Cancellation won the race after this call started an execution, before any step began:
 	// stop it, so the only execution there ever was does no more work. Its worker would find
@@ -211,6 +234,7 @@ func (d *Dispatcher) handle(ctx context.Context, id, sequence string) bool {
 			log.ErrorContext(ctx, "dead-letter queue", "error", dlqErr.Error())
 			return false
 		}
+		d.metric("DeadLetters", "Count", 1, "Source", "dispatcher")
 		return true
 	default:
 		log.WarnContext(ctx, "dispatch failed; the record will be retried", "error", err.Error())

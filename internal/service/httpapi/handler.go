@@ -44,6 +44,47 @@ type Intents interface {
 	Resolve(ctx context.Context, id, operator string, r intent.Resolution) (operation.Operation, error)
 }
 
+// Metrics is where the handler counts what it did (the functions give it internal/aws/emf;
+// docs/observability.md lists the metrics). dims are name, value pairs.
+type Metrics interface {
+	Add(name, unit string, value float64, dims ...string)
+}
+
+// Admission outcomes, the Outcome dimension of the Admissions metric.
+const (
+	OutcomeCreated       = "created"
+	OutcomeReplayed      = "replayed"
+	OutcomeKeyReused     = "key_reused"
+	OutcomeTargetBusy    = "target_busy"
+	OutcomeQuotaExceeded = "quota_exceeded"
+	OutcomeInvalid       = "invalid"
+	OutcomeUnavailable   = "unavailable"
+	OutcomeInternal      = "internal"
+)
+
+// AdmissionOutcome is the Outcome an admission's answer counts as.
+func AdmissionOutcome(replayed bool, err error) string {
+	if err == nil {
+		if replayed {
+			return OutcomeReplayed
+		}
+		return OutcomeCreated
+	}
+	switch problem.CodeOf(err) {
+	case problem.IdempotencyKeyReused:
+		return OutcomeKeyReused
+	case problem.TargetBusy:
+		return OutcomeTargetBusy
+	case problem.QuotaExceeded:
+		return OutcomeQuotaExceeded
+	case problem.Unavailable:
+		return OutcomeUnavailable
+	case problem.Internal:
+		return OutcomeInternal
+	}
+	return OutcomeInvalid // the request's fault: key, media type, size, type, input
+}
+
 // Handler serves the /v1 API.
 type Handler struct {
 	Admission  Admitter
@@ -57,6 +98,14 @@ type Handler struct {
 	Callers      Callers
 	NewRequestID func() string
 	Log          *slog.Logger
+	// Metrics counts admissions by outcome; nil counts nothing.
+	Metrics Metrics
+}
+
+func (h *Handler) count(name string, value float64, dims ...string) {
+	if h.Metrics != nil {
+		h.Metrics.Add(name, "Count", value, dims...)
+	}
 }
 
 type response struct {
@@ -120,7 +169,9 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 	if path == operationsPath {
 		switch ev.HTTPMethod {
 		case http.MethodPost:
-			return h.admit(ctx, ev, scope)
+			resp, id, err := h.admit(ctx, ev, scope)
+			h.count("Admissions", 1, "Outcome", AdmissionOutcome(resp.header.Get("Idempotent-Replayed") == "true", err))
+			return resp, id, err
 		case http.MethodGet:
 			resp, err := h.list(ctx, ev, scope)
 			return resp, "", err

@@ -66,6 +66,12 @@ type Dispatcher interface {
 	Dispatch(ctx context.Context, id string) error
 }
 
+// Metrics is where the reconciler counts its repairs (the functions give it internal/aws/emf;
+// docs/observability.md lists the metrics). dims are name, value pairs.
+type Metrics interface {
+	Add(name, unit string, value float64, dims ...string)
+}
+
 // Reconciler is one scheduled run's worth of repair.
 type Reconciler struct {
 	Store      Store
@@ -76,6 +82,14 @@ type Reconciler struct {
 	Now        func() time.Time
 	Log        *slog.Logger
 	MaxPerRun  int
+	// Metrics hears of every repair by action; nil counts nothing.
+	Metrics Metrics
+}
+
+func (r *Reconciler) count(name string, value float64, dims ...string) {
+	if r.Metrics != nil {
+		r.Metrics.Add(name, "Count", value, dims...)
+	}
 }
 
 // Summary counts what a run did.
@@ -107,6 +121,7 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 		res, err := r.reconcile(ctx, item)
 		if err != nil {
 			sum.Errors++
+			r.count("Repairs", 1, "Action", "error")
 			r.Log.WarnContext(ctx, "reconcile", "operation_id", item.ID, "error", err.Error())
 			// Back off even after an error, so one broken operation cannot eat every run.
 			_ = r.Store.Reschedule(ctx, item.ID, item.Version, r.Now().Add(backoff(r.Leases.Check, item.Attempts)), item.Attempts+1)
@@ -122,11 +137,16 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 		case "rescheduled":
 			sum.Rescheduled++
 		}
+		if res.action != "none" {
+			r.count("Repairs", 1, "Action", res.action)
+		}
 		r.Log.InfoContext(ctx, "reconciled", "operation_id", item.ID, "action", res.action, "outcome", string(res.kind), "state", string(res.state))
 	}
 	if sum.OutcomeUnknown, err = r.Store.CountUnknownOutcomes(ctx); err != nil {
 		r.Log.WarnContext(ctx, "count of unknown outcomes", "error", err.Error())
 		sum.OutcomeUnknown = -1
+	} else {
+		r.count("OutcomeUnknownWaiting", float64(sum.OutcomeUnknown))
 	}
 	r.Log.InfoContext(ctx, "run", "examined", sum.Examined, "dispatched", sum.Dispatched, "recorded", sum.Recorded,
 		"stopped", sum.Stopped, "rescheduled", sum.Rescheduled, "errors", sum.Errors, "outcome_unknown", sum.OutcomeUnknown)

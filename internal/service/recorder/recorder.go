@@ -87,6 +87,12 @@ func (in Input) ran() *step.Request {
 	return nil
 }
 
+// Metrics is where the recorder counts what it recorded (the functions give it
+// internal/aws/emf; docs/observability.md lists the metrics). dims are name, value pairs.
+type Metrics interface {
+	Add(name, unit string, value float64, dims ...string)
+}
+
 // Recorder records step outcomes and gates the next step.
 type Recorder struct {
 	Store    facts.Store
@@ -95,6 +101,25 @@ type Recorder struct {
 	Leases operation.Leases
 	Now    func() time.Time
 	Log    *slog.Logger
+	// Metrics hears of every outcome recorded; nil counts nothing.
+	Metrics Metrics
+}
+
+func (r *Recorder) metric(name, unit string, value float64, dims ...string) {
+	if r.Metrics != nil {
+		r.Metrics.Add(name, unit, value, dims...)
+	}
+}
+
+// settled reports an outcome recorded at at: accept → outcome latency, steps run, and
+// outcome_unknown counted on its own (it waits for an operator).
+func (r *Recorder) settled(op operation.Operation, kind operation.Kind, steps int, at time.Time) {
+	outcome := string(kind)
+	r.metric("OperationLatency", "Milliseconds", float64(max(at.Sub(op.CreatedAt), 0).Milliseconds()), "Type", op.Type, "Outcome", outcome)
+	r.metric("StepsRun", "Count", float64(max(steps, 0)), "Type", op.Type, "Outcome", outcome)
+	if kind == operation.KindOutcomeUnknown {
+		r.metric("OutcomeUnknown", "Count", 1, "Type", op.Type)
+	}
 }
 
 // errorPayload is how an emulator hands back a function error as the task's result.
@@ -253,10 +278,12 @@ func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
 	}
 	var decision Decision
 	var recorded *operation.Fact
+	var recordedAt time.Time
 	op, err := facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
 		decision, recorded = Decision{Next: NextDone}, nil
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		now := r.Now()
+		recordedAt = now
 		if op.State.Terminal() || op.State == operation.OutcomeUnknown {
 			return nil, nil // settled elsewhere: do no more work and record nothing
 		}
@@ -298,6 +325,7 @@ func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
 	if recorded != nil {
 		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", recorded.Kind, "state", op.State,
 			"steps", next.Step)
+		r.settled(op, recorded.Kind, next.Step, recordedAt)
 	}
 	return decision, nil
 }

@@ -1,0 +1,79 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/aws/emf"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/testkit/emftest"
+)
+
+func withMetrics(t *testing.T, f *fixture) *bytes.Buffer {
+	t.Helper()
+	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
+	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
+	var buf bytes.Buffer
+	enc, err := emf.New(&buf, "longrun-dispatcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.OnError = func(err error) { t.Errorf("metric not written: %v", err) }
+	f.d.Metrics = enc
+	return &buf
+}
+
+func points(t *testing.T, buf *bytes.Buffer, name string) []emftest.Point {
+	t.Helper()
+	all, err := emftest.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []emftest.Point
+	for _, p := range all {
+		if p.Name == name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// The dispatch that records dispatched reports accepted → dispatched, once: a redelivery
+// that changes nothing reports nothing.
+func TestDispatchLagIsReportedOnce(t *testing.T) {
+	f := newFixture(t)
+	buf := withMetrics(t, f)
+	f.d.Now = func() time.Time { return time.Now().Add(1500 * time.Millisecond) }
+	id := f.accepted()
+	if err := f.d.Dispatch(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Dispatch(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if f.load(id).State != operation.Dispatched {
+		t.Fatal(f.history(id))
+	}
+	lag := points(t, buf, "DispatchLag")
+	if len(lag) != 1 || lag[0].Unit != "Milliseconds" || lag[0].Value < 1500 || lag[0].Value > 60_000 ||
+		lag[0].Dims["Type"] != f.load(id).Type || lag[0].Dims["Service"] != "longrun-dispatcher" {
+		t.Fatalf("DispatchLag %+v\n%s", lag, buf)
+	}
+}
+
+func TestDeadLettersAreCounted(t *testing.T) {
+	f := newFixture(t)
+	buf := withMetrics(t, f)
+	id := f.accepted()
+	f.putFact(id, 2, operation.KindAccepted) // an illegal history: poison
+	f.redeliver(id, "100")
+	dl := points(t, buf, "DeadLetters")
+	if len(f.dlq.got) != 1 || len(dl) != 1 || dl[0].Value != 1 || dl[0].Unit != "Count" || dl[0].Dims["Source"] != "dispatcher" {
+		t.Fatalf("dead letters %+v, metric %+v", f.dlq.got, dl)
+	}
+	if n := len(points(t, buf, "DispatchLag")); n != 0 {
+		t.Fatalf("%d DispatchLag points for a poison record", n)
+	}
+}
