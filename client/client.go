@@ -338,13 +338,19 @@ func (c *Client) Get(ctx context.Context, id string) (*Operation, error) {
 	if id == "" {
 		return nil, errors.New("longrun: Get: empty operation id")
 	}
+	return c.operation(ctx, transient, nil, func() (*http.Request, error) { return NewGetOperationRequest(c.server, id) })
+}
+
+// operation sends the request build makes (with body, for signing), retrying as again says,
+// and decodes the operation it answers.
+func (c *Client) operation(ctx context.Context, again retryable, body []byte, build func() (*http.Request, error)) (*Operation, error) {
 	var op *Operation
-	err := c.do(ctx, transient, nil, func(ctx context.Context) error {
-		resp, body, err := c.send(ctx, func() (*http.Request, error) { return NewGetOperationRequest(c.server, id) }, nil)
+	err := c.do(ctx, again, nil, func(ctx context.Context) error {
+		resp, b, err := c.send(ctx, build, body)
 		if err != nil {
 			return err
 		}
-		op, err = c.decodeOperation(resp, body)
+		op, err = c.decodeOperation(resp, b)
 		return err
 	})
 	if err != nil {
@@ -382,19 +388,7 @@ func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOptions) (*O
 		params.IfMatch = &etag
 		again = uncommitted
 	}
-	var op *Operation
-	err := c.do(ctx, again, nil, func(ctx context.Context) error {
-		resp, body, err := c.send(ctx, func() (*http.Request, error) { return NewCancelOperationRequest(c.server, id, params) }, nil)
-		if err != nil {
-			return err
-		}
-		op, err = c.decodeOperation(resp, body)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return op, nil
+	return c.operation(ctx, again, nil, func() (*http.Request, error) { return NewCancelOperationRequest(c.server, id, params) })
 }
 
 // Resolve records an operator's reconciliation of an operation in outcome_unknown (POST
@@ -409,21 +403,9 @@ func (c *Client) Resolve(ctx context.Context, id string, req ResolveRequest) (*O
 	if err != nil {
 		return nil, fmt.Errorf("longrun: Resolve: encoding the request: %w", err)
 	}
-	var op *Operation
-	err = c.do(ctx, uncommitted, nil, func(ctx context.Context) error {
-		resp, b, err := c.send(ctx, func() (*http.Request, error) {
-			return NewResolveOperationRequestWithBody(c.server, id, "application/json", bytes.NewReader(body))
-		}, body)
-		if err != nil {
-			return err
-		}
-		op, err = c.decodeOperation(resp, b)
-		return err
+	return c.operation(ctx, uncommitted, body, func() (*http.Request, error) {
+		return NewResolveOperationRequestWithBody(c.server, id, "application/json", bytes.NewReader(body))
 	})
-	if err != nil {
-		return nil, err
-	}
-	return op, nil
 }
 
 // Types lists the operation types the API admits, sorted by name (GET /v1/operation-types),

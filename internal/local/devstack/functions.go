@@ -52,23 +52,33 @@ func build(ctx context.Context, root, bin string, fns []function, out io.Writer)
 		cmd.Stdout, cmd.Stderr = out, out
 		return cmd.Run()
 	}
-	own := []string{"-o", bin + string(filepath.Separator)}
-	for _, f := range fns {
-		if f.goPkg == "" && f.command == nil {
-			own = append(own, "./functions/"+f.name)
-		}
-	}
-	if err := run(root, own...); err != nil {
+	own, separate := builds(fns, root)
+	if err := run(root, append([]string{"-o", bin + string(filepath.Separator)}, own...)...); err != nil {
 		return fmt.Errorf("devstack: build functions: %w", err)
 	}
-	for _, f := range fns {
-		if f.goPkg != "" {
-			if err := run(f.goPkg, "-o", filepath.Join(bin, f.name), "."); err != nil {
-				return fmt.Errorf("devstack: build worker %s from %s: %w", f.name, f.goPkg, err)
-			}
+	for _, f := range separate {
+		if err := run(f.goPkg, "-o", filepath.Join(bin, f.name), "."); err != nil {
+			return fmt.Errorf("devstack: build worker %s from %s: %w", f.name, f.goPkg, err)
 		}
 	}
 	return nil
+}
+
+// builds sorts fns into what builds from longrun's source root in one go build (longrun's
+// own functions, and a types file's worker that is one of them: the built-in file names
+// functions/worker-*) and the Go workers that build on their own, in their own module. A
+// command worker builds nothing.
+func builds(fns []function, root string) (own []string, separate []function) {
+	for _, f := range fns {
+		switch {
+		case f.command != nil:
+		case f.goPkg == "" || f.goPkg == filepath.Join(root, "functions", f.name):
+			own = append(own, "./functions/"+f.name)
+		default:
+			separate = append(separate, f)
+		}
+	}
+	return own, separate
 }
 
 // register creates the function in kumo's Lambda. kumo never runs code itself: our process,

@@ -165,9 +165,6 @@ func functions(file *optype.File, builtin bool, workerEnv map[string]string) ([]
 			if !filepath.IsAbs(f.goPkg) {
 				f.goPkg = filepath.Join(local.Dir, local.Go)
 			}
-			if root, err := SourceRoot(context.Background()); err == nil && f.goPkg == filepath.Join(root, "functions", f.name) {
-				f.goPkg = "" // longrun's own worker: built with longrun's own functions
-			}
 		default:
 			f.command, f.goPkg = local.Command, local.Dir
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/ids"
@@ -66,11 +68,26 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	client, _ := dynamotest.NewClient(t)
+	return newFixtureOn(t, client)
+}
+
+// eachStore runs test on plain DynamoDB Local and again behind the conflict proxy, which
+// refuses overlapping transactions as DynamoDB on AWS does.
+func eachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
+	t.Run("plain", func(t *testing.T) { test(t, newFixture(t)) })
+	t.Run("conflicts", func(t *testing.T) {
+		client, _, _ := dynamotest.NewConflictClient(t, 10*time.Millisecond)
+		test(t, newFixtureOn(t, client))
+	})
+}
+
+func newFixtureOn(t *testing.T, client *dynamodb.Client) *fixture {
+	t.Helper()
 	file, err := optype.Parse("test.types.yaml", []byte(testTypes))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, _ := dynamotest.NewClient(t)
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
 	c := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
 	gen := &ids.Generator{Now: c.Now, Entropy: rand.Reader}
@@ -307,4 +324,92 @@ func TestOutcomeIsTheSameOnBothPaths(t *testing.T) {
 	if f, ok := recorder.Outcome(after(d, `{"status":"succeeded"}`)); !ok || f.Kind != operation.KindSucceeded || string(f.Result) != `{}` {
 		t.Fatalf("%+v", f)
 	}
+}
+
+// The workflow retries the Gate state, and a retry may overlap the call it repeats (a
+// timeout on an answer that was on its way). Racing calls with one input record each fact
+// once and answer the same decision; a cancel racing the gate before the next step ends
+// the work canceled, never with a step sent after the intent committed unnoticed. On plain
+// DynamoDB Local and behind the conflict proxy.
+func TestRacingGateCallsRecordOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		race := func(n int, in recorder.Input) []recorder.Decision {
+			out := make([]recorder.Decision, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					d, err := f.rec.Handle(context.Background(), in)
+					if err != nil {
+						t.Errorf("racer %d: %v", i, err)
+					}
+					out[i] = d
+				}()
+			}
+			wg.Wait()
+			return out
+		}
+		kinds := func(id string) map[operation.Kind]int {
+			facts, err := f.store.Facts(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := map[operation.Kind]int{}
+			for _, fa := range facts {
+				n[fa.Kind]++
+			}
+			return n
+		}
+		id := f.newOp()
+		firsts := race(6, recorder.Input{OperationID: id})
+		for _, d := range firsts {
+			if d.Next != recorder.NextWork || d.Request.Step != 1 {
+				t.Fatalf("first step: %+v", d)
+			}
+		}
+		if k := kinds(id); k[operation.KindStarted] != 1 {
+			t.Fatalf("started %d times", k[operation.KindStarted])
+		}
+		seconds := race(6, after(firsts[0], `{"status":"continue","state":{"n":1}}`))
+		for _, d := range seconds {
+			if d.Next != recorder.NextWork || d.Request.Step != 2 || string(d.Request.State) != `{"n":1}` {
+				t.Fatalf("second step: %+v", d)
+			}
+		}
+		if k := kinds(id); k[operation.KindProgress] != 1 {
+			t.Fatalf("step 1's progress recorded %d times", k[operation.KindProgress])
+		}
+		race(6, after(seconds[0], `{"status":"succeeded","result":{"ok":true}}`))
+		if k, op := kinds(id), f.load(id); k[operation.KindSucceeded] != 1 || op.State != operation.Succeeded {
+			t.Fatalf("succeeded %d times, state %s", k[operation.KindSucceeded], op.State)
+		}
+
+		// A cancel racing the gate after step 1.
+		id2 := f.newOp()
+		d1 := f.handle(recorder.Input{OperationID: id2})
+		var wg sync.WaitGroup
+		var d2 recorder.Decision
+		wg.Add(2)
+		go func() { defer wg.Done(); dynamotest.Cancel(t, f.store, id2) }()
+		go func() {
+			defer wg.Done()
+			d, err := f.rec.Handle(context.Background(), after(d1, `{"status":"continue"}`))
+			if err != nil {
+				t.Error(err)
+			}
+			d2 = d
+		}()
+		wg.Wait()
+		switch op := f.load(id2); {
+		case d2.Next == recorder.NextDone && op.State == operation.Canceled:
+		case d2.Next == recorder.NextWork && op.State == operation.Cancelling:
+			// The gate committed first and sent step 2; the next gate ends it.
+			if d := f.handle(after(d2, `{"status":"continue"}`)); d.Next != recorder.NextDone || f.load(id2).State != operation.Canceled {
+				t.Fatalf("after the raced step: %+v %s", d, f.load(id2).State)
+			}
+		default:
+			t.Fatalf("decision %+v with state %s", d2, op.State)
+		}
+	})
 }
