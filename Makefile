@@ -30,7 +30,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run test unit e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all run cost test unit e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -56,6 +56,13 @@ $(DDB_DIR)/DynamoDBLocal.jar: | tools-check
 run: deps ddb-install
 	$(GO) build -o $(CACHE)/bin/longrun-local ./cmd/longrun-local
 	$(CACHE)/bin/longrun-local $(if $(TYPES),-types $(TYPES)) $(RUNFLAGS)
+
+# The cost model (docs/cost.md): a fixed mix of operations on the local stack, priced at the
+# us-east-1 list prices of internal/local/cost/prices.us-east-1.json; the last line is the
+# total per million operations. COSTFLAGS='-n 120 -json' changes the mix or the output.
+cost: deps ddb-install
+	$(GO) build -o $(CACHE)/bin/cost ./cmd/cost
+	$(CACHE)/bin/cost $(COSTFLAGS)
 
 # Serve DynamoDB Local in the foreground (Ctrl-C stops it).
 ddb-run: deps ddb-install
@@ -132,9 +139,12 @@ asl-lint: deps asl-install
 # Every package under the race detector, beside one DynamoDB Local; the CDK packages apart
 # and after (jsii runs CDK's JavaScript in Node processes: under -race and beside the
 # conflict tests they only starve those of CPU, and they have no Go concurrency to check).
+# cmd/cost's test starts a local stack of its own, which must own 127.0.0.1:4566 as the e2e
+# suite's does, so it runs after the others.
 CDK_PKGS := ./construct/... ./infra/...
 unit:
-	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/')
+	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$')
+	$(GO) test -count=1 ./cmd/cost
 	$(GO) test -count=1 $(CDK_PKGS)
 
 # The worked example is a module of its own (examples/provision-environment, longrun through

@@ -1,7 +1,12 @@
 package construct
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -9,9 +14,10 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/longrun-dev/longrun/internal/aws/cdkid"
 
+	"github.com/longrun-dev/longrun/internal/aws/cdkid"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/core/optype"
 )
 
 // newAlarms watches what must never pile up: dead letters (a record no consumer could
@@ -119,3 +125,75 @@ const (
 	RecorderOutcomeUnknownPattern   = `{ $.message = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
 	ReconcilerOutcomeUnknownPattern = `{ $.message = "reconciled" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
 )
+
+// newMetricAlarms are the alarms on longrun's own metrics and the API's answers, on top of
+// newAlarms': the API's 5xx rate, transaction conflicts, the dispatch lag of each type and
+// outcome_unknown of each type. Alarms cannot use SEARCH, so each names its series exactly
+// (metrics.metric). docs/observability.md ("Dashboard and alarms") gives the thresholds.
+func newMetricAlarms(scope constructs.Construct, props *Props, m metrics, api awsapigateway.RestApi, reg *optype.Registry, name func(string) *string) {
+	opts := props.Alarms.withDefaults()
+	five := awscdk.Duration_Minutes(jsii.Number(metricPeriod))
+	alarm := func(id string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, desc string) {
+		awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmName:          name(id),
+			AlarmDescription:   jsii.String(desc),
+			Metric:             metric,
+			Threshold:          jsii.Number(threshold),
+			ComparisonOperator: op,
+			EvaluationPeriods:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+	}
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+	// The API's 5xx answers in percent of its requests (API Gateway's own errors and the
+	// function's), counted only when there were enough requests to mean something.
+	stage := api.DeploymentStage()
+	sum := &awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: five}
+	alarm("ApiServerErrorRate", awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(fmt.Sprintf("IF(requests >= %s, 100 * errors / requests, 0)", num(opts.ServerErrorMinRequests))),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"errors": stage.MetricServerError(sum), "requests": stage.MetricCount(sum),
+		},
+		Label:  jsii.String("5xx % of requests"),
+		Period: five,
+	}), opts.ServerErrorPercent, awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		fmt.Sprintf("More than %s%% of the API's answers were 5xx in 5 minutes (with at least %s requests).", num(opts.ServerErrorPercent), num(opts.ServerErrorMinRequests)))
+
+	// Conflicts of every function and call together; each is retried, so only many of them
+	// (hot targets, keys or quota counters) are news.
+	using := map[string]awscloudwatch.IMetric{}
+	var ids []string
+	for i, c := range m.conflicts() {
+		id := fmt.Sprintf("c%d", i)
+		using[id] = c
+		ids = append(ids, "FILL("+id+", 0)")
+	}
+	alarm("TransactionConflicts", awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String(strings.Join(ids, " + ")),
+		UsingMetrics: &using,
+		Label:        jsii.String("transaction conflicts"),
+		Period:       five,
+	}), opts.TransactionConflicts, awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		fmt.Sprintf("DynamoDB cancelled more than %s of longrun's transactions for conflicts in 5 minutes: items are hot (one target, key or quota counter written at once by many); StoreBusy shows whether calls failed.", num(opts.TransactionConflicts)))
+
+	typeID := typeIDs(reg)
+	for _, t := range typeNames(reg) {
+		// The dispatcher's lag only: the reconciler dispatches what the dispatcher did not,
+		// late by design (the StuckOperations alarm covers that).
+		alarm("Type"+typeID[t]+"DispatchLag", m.metric("dispatcher", "DispatchLag", "p99", "", "Type", t),
+			float64(opts.DispatchLag.Milliseconds()), awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			fmt.Sprintf("The p99 of accepted → dispatched of %s operations was over %s in 5 minutes: the stream or the dispatcher is behind, or StartExecution is throttled.", t, opts.DispatchLag))
+		// outcome_unknown recorded by the recorder or the reconciler.
+		alarm("Type"+typeID[t]+"OutcomeUnknown", awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String("FILL(recorder, 0) + FILL(reconciler, 0)"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"recorder":   m.metric("recorder", "OutcomeUnknown", "Sum", "", "Type", t),
+				"reconciler": m.metric("reconciler", "OutcomeUnknown", "Sum", "", "Type", t),
+			},
+			Label:  jsii.String(t + " outcome_unknown"),
+			Period: five,
+		}), 1, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			fmt.Sprintf("%s operations ended outcome_unknown: each holds its target lock and quota slot until an operator resolves it (longrun unknown lists them).", t))
+	}
+}

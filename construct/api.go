@@ -121,8 +121,8 @@ func accessLogFormat() string {
 // newAPI is the REST API: every method authorized (IAM by default, a Cognito user pool when
 // configured), proxied to the api function, which sees every path and method (its routing
 // answers 404 and 405), with API Gateway's own errors rewritten as the contract's
-// problem+json and the stage throttled.
-func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Function, users *userPool, name func(string) *string) awsapigateway.RestApi {
+// problem+json and the stage throttled (and traced, when traced).
+func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Function, users *userPool, traced bool, name func(string) *string) awsapigateway.RestApi {
 	rate, burst := props.ThrottleRate, props.ThrottleBurst
 	if rate == 0 {
 		rate, burst = 100, 200
@@ -144,6 +144,7 @@ func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Fun
 			ThrottlingRateLimit:  jsii.Number(rate),
 			ThrottlingBurstLimit: jsii.Number(burst),
 			MetricsEnabled:       jsii.Bool(true),
+			TracingEnabled:       jsii.Bool(traced), // X-Ray: the request's segment, joined by the function's
 			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(accessLogs),
 			AccessLogFormat:      awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat())),
 		},

@@ -3,7 +3,7 @@ package construct
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/longrun-dev/longrun/internal/aws/cdkid"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
@@ -26,8 +27,10 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/longrun-dev/longrun/internal/aws/cdkid"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/service/notify"
 )
@@ -63,27 +66,8 @@ type Longrun struct {
 	UserPoolClient awscognito.UserPoolClient
 	// TypesFiles are LONGRUN_TYPES_FILE's paths on Lambda; none for the built-in types.
 	TypesFiles []string
-}
-
-// Function settings of longrun's functions: memory (MB) and timeout (s).
-var functionSettings = map[string][2]float64{
-	"api":        {512, 10},
-	"dispatcher": {256, 60},
-	"notifier":   {256, 60},
-	"recorder":   {256, 30},
-	"reconciler": {256, 120},
-}
-
-// reservedConcurrency is what the functions that move work forward keep for themselves, so
-// that a flood of API calls or worker steps cannot starve them of the account's
-// concurrency: the dispatcher and notifier (stream consumers: one concurrent batch per
-// shard), the recorder (one call per execution's end) and the reconciler (a schedule; one
-// run at a time). It is also each one's ceiling. The API and the workers share the rest.
-var reservedConcurrency = map[string]float64{
-	"dispatcher": 20,
-	"notifier":   20,
-	"recorder":   20,
-	"reconciler": 1,
+	// Dashboard shows longrun's metrics (longrun-<Stage>-dashboard): docs/observability.md.
+	Dashboard awscloudwatch.Dashboard
 }
 
 // New defines a longrun deployment in scope. It panics, stopping synthesis, on props that
@@ -137,12 +121,21 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	dlqs := lr.DeadLetterQueues
 
 	// Every longrun function serves the same operation types (internal/aws/config, Types):
-	// the same files (the layer) and the same demo setting.
+	// the same files (the layer) and the same demo setting. Its metrics carry the stage, so
+	// the dashboard and alarms can name them exactly (a CloudWatch metric is its whole
+	// dimension set), and it traces as the options say.
+	metrics := newMetrics(props)
+	trace := newTracing(c, props.Tracing, arch)
 	env := map[string]*string{
-		"LONGRUN_TABLE":      lr.Table.TableName(),
-		"LONGRUN_DEMO_TYPES": jsii.String(strconv.FormatBool(props.DemoTypes)),
+		"LONGRUN_TABLE":              lr.Table.TableName(),
+		"LONGRUN_DEMO_TYPES":         jsii.String(strconv.FormatBool(props.DemoTypes)),
+		"LONGRUN_METRICS_NAMESPACE":  jsii.String(metrics.namespace),
+		"LONGRUN_METRICS_DIMENSIONS": jsii.String(metrics.dimensionsEnv()),
 	}
-	var layers *[]awslambda.ILayerVersion
+	for k, v := range trace.env {
+		env[k] = v
+	}
+	var layers []awslambda.ILayerVersion
 	if len(served.paths) > 0 {
 		dir, files, err := stageTypes(served.paths)
 		if err != nil {
@@ -157,8 +150,17 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		})
 		lr.TypesFiles = files
 		env["LONGRUN_TYPES_FILE"] = jsii.String(strings.Join(files, ","))
-		layers = &[]awslambda.ILayerVersion{lr.TypesLayer}
+		layers = append(layers, lr.TypesLayer)
 	}
+	if trace.layer != nil {
+		layers = append(layers, trace.layer)
+	}
+	sizes := sizing.Functions()
+	// The recorder invokes the worker and waits for the step within its own invocation, so
+	// its timeout follows the longest step served.
+	recorderSize := sizes[sizing.Recorder]
+	recorderSize.Timeout = sizing.RecorderTimeout(served.longestStep())
+	sizes[sizing.Recorder] = recorderSize
 	fn := func(fname string, extra map[string]*string) awslambda.Function {
 		vars := map[string]*string{}
 		for k, v := range env {
@@ -172,9 +174,17 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 			Retention:     awslogs.RetentionDays_ONE_MONTH,
 			RemovalPolicy: removal(dev),
 		})
+		size, ok := sizes[fname]
+		if !ok {
+			panic("longrun construct: internal/aws/sizing has no size for " + fname)
+		}
 		var reserved *float64
-		if n, ok := reservedConcurrency[fname]; ok && !props.NoReservedConcurrency {
-			reserved = jsii.Number(n)
+		if size.Reserved > 0 && !props.NoReservedConcurrency {
+			reserved = jsii.Number(float64(size.Reserved))
+		}
+		var withLayers *[]awslambda.ILayerVersion
+		if len(layers) > 0 {
+			withLayers = &layers
 		}
 		f := awslambda.NewFunction(c, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
 			FunctionName:                 name(fname),
@@ -182,19 +192,22 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 			Architecture:                 arch,
 			Handler:                      jsii.String("bootstrap"),
 			Code:                         awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
-			MemorySize:                   jsii.Number(functionSettings[fname][0]),
-			Timeout:                      awscdk.Duration_Seconds(jsii.Number(functionSettings[fname][1])),
+			MemorySize:                   jsii.Number(float64(size.MemoryMB)),
+			Timeout:                      awscdk.Duration_Seconds(jsii.Number(math.Ceil(size.Timeout.Seconds()))),
 			Environment:                  &vars,
-			Layers:                       layers,
+			Layers:                       withLayers,
 			LogGroup:                     logs,
 			LoggingFormat:                awslambda.LoggingFormat_JSON,
 			ReservedConcurrentExecutions: reserved,
+			Tracing:                      trace.mode,
 		})
 		lr.Functions[fname] = f
 		return f
 	}
 
-	// The recorder first: the workflows need it, the dispatcher needs the workflows.
+	// The recorder first: the workflows need it, the dispatcher needs the workflows. The
+	// recorder runs the steps: it invokes the worker (whose ARN the workflow passes it), so
+	// it may invoke every worker, and the workflows only the recorder.
 	recorder := fn("recorder", nil)
 	workers := served.registry.Workers()
 	for _, w := range workers {
@@ -207,9 +220,10 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 				stepfunctions.WorkerFunctionArn:   worker.FunctionArn(),
 				stepfunctions.RecorderFunctionArn: recorder.FunctionArn(),
 			},
+			TracingEnabled: jsii.Bool(trace.active),
 		})
 		sm.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(TypesMetadataKey), served.typesMetadata(w))
-		grantInvoke(worker, sm)
+		grantInvoke(worker, recorder)
 		recorder.GrantInvoke(sm)
 		lr.StateMachines[w] = sm
 	}
@@ -269,11 +283,13 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(reconciler, nil)},
 	})
 
-	lr.API = newAPI(c, props, dev, api, users, name)
+	lr.API = newAPI(c, props, dev, api, users, trace.active, name)
 	// The outputs are the app's: not the one RestApi adds by itself.
 	lr.API.Node().TryRemoveChild(jsii.String("Endpoint"))
 	lr.APIURL = lr.API.Url()
 	newAlarms(c, props, lr.Functions, props.Workers, dlqs, lr.StateMachines, name)
+	newMetricAlarms(c, props, metrics, lr.API, served.registry, name)
+	lr.Dashboard = newDashboard(c, props, metrics, lr, served.registry, name)
 	return lr
 }
 
@@ -289,18 +305,18 @@ func (lr *Longrun) GrantCall(grantee awsiam.IGrantable) awsiam.Grant {
 	})
 }
 
-// grantInvoke lets the state machine invoke its worker, and nothing else of it: a function
-// of the app grants it itself (GrantInvoke, which also handles another account); for an
-// imported one, whose permissions the construct cannot change, the grant is the state
-// machine role's policy alone (on the function and its versions and aliases, as
-// GrantInvoke's), and the function's own account must allow the role when it is another.
-func grantInvoke(worker awslambda.IFunction, sm awsstepfunctions.StateMachine) {
+// grantInvoke lets the recorder invoke a worker, and nothing else of it: a function of the
+// app grants it itself (GrantInvoke, which also handles another account); for an imported
+// one, whose permissions the construct cannot change, the grant is the recorder role's
+// policy alone (on the function and its versions and aliases, as GrantInvoke's), and the
+// function's own account must allow the role when it is another.
+func grantInvoke(worker awslambda.IFunction, recorder awslambda.Function) {
 	if f, ok := worker.(awslambda.Function); ok {
-		f.GrantInvoke(sm)
+		f.GrantInvoke(recorder)
 		return
 	}
 	awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      sm,
+		Grantee:      recorder,
 		Actions:      jsii.Strings("lambda:InvokeFunction"),
 		ResourceArns: &[]*string{worker.FunctionArn(), jsii.String(*worker.FunctionArn() + ":*")},
 	})

@@ -1,6 +1,7 @@
 package construct_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,46 +22,73 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/optype"
 )
 
-// Each workflow may invoke its own worker and the recorder, and nothing else: the worker
-// the app defines through its own grant, the imported one through the state machine role's
-// policy alone (the construct cannot change an imported function's permissions).
-func TestEachWorkflowInvokesItsWorkerAndTheRecorderOnly(t *testing.T) {
+// The recorder runs the steps (docs/worker-protocol.md): each workflow may invoke the
+// recorder and nothing else, handing it its worker's ARN; the recorder may invoke every
+// worker (the one the app defines through its own grant, the imported one through the
+// recorder role's policy alone: the construct cannot change an imported function's
+// permissions), and no other role or resource permission names a worker.
+func TestWorkflowsInvokeTheRecorderWhichInvokesTheWorkers(t *testing.T) {
 	tpl := team(t)
-	recorder, _ := tpl.function(t, "longrun-prod-recorder")
+	recorder, recorderProps := tpl.function(t, "longrun-prod-recorder")
+	recorderRole := roleOf(t, recorderProps, "Role")
+	workerArns := map[string]string{"provisioner": "${" + tpl.provisioner + ".Arn}", "mailer": mailerArn}
 	roles := map[string]string{}
-	for worker, arn := range map[string]string{"provisioner": "${" + tpl.provisioner + ".Arn}", "mailer": mailerArn} {
+	for worker, arn := range workerArns {
 		_, sm := tpl.machine(t, "longrun-prod-"+worker)
 		subs := sm.Properties["DefinitionSubstitutions"].(map[string]any)
 		if got := render(subs[stepfunctions.WorkerFunctionArn]); got != arn {
-			t.Errorf("%s: the Work state invokes %s, want %s", worker, got, arn)
+			t.Errorf("%s: the workflow hands the recorder %s, want %s", worker, got, arn)
 		}
 		if got := render(subs[stepfunctions.RecorderFunctionArn]); got != "${"+recorder+".Arn}" {
-			t.Errorf("%s: the Gate state invokes %s, want the recorder", worker, got)
+			t.Errorf("%s: the workflow invokes %s, want the recorder", worker, got)
 		}
 		role := roleOf(t, sm.Properties, "RoleArn")
 		roles[role] = worker
 		var got []string
 		for _, st := range tpl.roleStatements(role) {
-			if st["Effect"] != "Allow" || !reflect.DeepEqual(actionsOf(st), []string{"lambda:InvokeFunction"}) || st["Condition"] != nil {
-				t.Errorf("%s's workflow may %v (%v) on %v", worker, actionsOf(st), st["Effect"], st["Resource"])
+			if acts := actionsOf(st); !reflect.DeepEqual(acts, []string{"lambda:InvokeFunction"}) {
+				// Tracing: what X-Ray needs, on every resource as X-Ray has no others.
+				if !reflect.DeepEqual(acts, []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"}) || st["Resource"] != "*" {
+					t.Errorf("%s's workflow may %v (%v) on %v", worker, acts, st["Effect"], st["Resource"])
+				}
+				continue
+			}
+			if st["Effect"] != "Allow" || st["Condition"] != nil {
+				t.Errorf("%s's workflow: %v", worker, st)
 			}
 			got = append(got, resourcesOf(st)...)
 		}
 		sort.Strings(got)
-		want := []string{"${" + recorder + ".Arn}", "${" + recorder + ".Arn}:*", arn, arn + ":*"}
-		sort.Strings(want)
-		if !reflect.DeepEqual(got, want) {
+		if want := []string{"${" + recorder + ".Arn}", "${" + recorder + ".Arn}:*"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s's workflow may invoke\n%v\nwant\n%v", worker, got, want)
 		}
 	}
 	if len(roles) != 2 {
 		t.Errorf("the workflows share a role: %v", roles)
 	}
+	var invokes []string
+	for _, st := range tpl.roleStatements(recorderRole) {
+		if slices.Contains(actionsOf(st), "lambda:InvokeFunction") {
+			if !reflect.DeepEqual(actionsOf(st), []string{"lambda:InvokeFunction"}) || st["Condition"] != nil {
+				t.Errorf("the recorder: %v", st)
+			}
+			invokes = append(invokes, resourcesOf(st)...)
+		}
+	}
+	sort.Strings(invokes)
+	var want []string
+	for _, arn := range workerArns {
+		want = append(want, arn, arn+":*")
+	}
+	sort.Strings(want)
+	if !reflect.DeepEqual(invokes, want) {
+		t.Errorf("the recorder may invoke\n%v\nwant the workers\n%v", invokes, want)
+	}
 	// Nothing else in the template may invoke a worker: no other role's statement and no
 	// resource permission names either.
 	for id, p := range tpl.of("AWS::IAM::Policy") {
 		for _, role := range p.Properties["Roles"].([]any) {
-			if roles[role.(map[string]any)["Ref"].(string)] != "" {
+			if role.(map[string]any)["Ref"].(string) == recorderRole {
 				continue
 			}
 			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
@@ -126,8 +154,8 @@ func TestWorkersHaveNoTableAccess(t *testing.T) {
 	}
 }
 
-// Each workflow carries its types' limits (metadata), and the Work state takes each step's
-// timeout from the recorder's decision, that is from the type.
+// Each workflow carries its types' limits (metadata); its tasks invoke the recorder, which
+// gives each step the type's stepTimeout itself.
 func TestTypesLimitsAreOnTheirWorkflows(t *testing.T) {
 	tpl := team(t)
 	for worker, want := range map[string]map[string]any{
@@ -142,8 +170,27 @@ func TestTypesLimitsAreOnTheirWorkflows(t *testing.T) {
 			t.Errorf("%s: the definition is not the template", worker)
 		}
 	}
-	if !strings.Contains(stepfunctions.Template(), `"TimeoutSecondsPath": "$.gate.decision.stepTimeoutSeconds"`) {
-		t.Error("the Work state must take its timeout from the recorder's decision")
+	// Every Task of the workflow invokes the recorder; the worker's ARN is only data for it.
+	var asl struct {
+		States map[string]struct {
+			Type       string
+			Parameters map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(stepfunctions.Template()), &asl); err != nil {
+		t.Fatal(err)
+	}
+	tasks := 0
+	for name, st := range asl.States {
+		if st.Type == "Task" {
+			tasks++
+			if st.Parameters["FunctionName"] != "${"+stepfunctions.RecorderFunctionArn+"}" {
+				t.Errorf("task %s invokes %v, not the recorder", name, st.Parameters["FunctionName"])
+			}
+		}
+	}
+	if tasks == 0 || !strings.Contains(stepfunctions.Template(), `"${`+stepfunctions.WorkerFunctionArn+`}"`) {
+		t.Errorf("%d tasks; the worker's ARN must reach the recorder", tasks)
 	}
 }
 
@@ -195,8 +242,8 @@ func TestTypesFileReachesLongrunsFunctions(t *testing.T) {
 		if got := envOf(props)["LONGRUN_TYPES_FILE"]; got != "/opt/team.types.yaml" {
 			t.Errorf("%s: LONGRUN_TYPES_FILE=%v", f, got)
 		}
-		if !reflect.DeepEqual(props["Layers"], []any{map[string]any{"Ref": layer}}) {
-			t.Errorf("%s: layers %v", f, props["Layers"])
+		if layers, _ := props["Layers"].([]any); len(layers) != 2 || !reflect.DeepEqual(layers[0], map[string]any{"Ref": layer}) {
+			t.Errorf("%s: layers %v, want the types layer (and the collector's)", f, props["Layers"])
 		}
 		if got := envOf(props)["LONGRUN_DEMO_TYPES"]; got != "false" {
 			t.Errorf("%s: LONGRUN_DEMO_TYPES=%v", f, got)
@@ -406,6 +453,19 @@ func TestMistakesStopSynthesis(t *testing.T) {
 			quota := -1
 			return &construct.Props{Stage: "dev", CodeDir: codeDir(), TenantQuota: &quota}
 		}, []string{"TenantQuota=-1: want a non-negative number"}},
+		{"a negative alarm threshold", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), Alarms: construct.AlarmOptions{DispatchLag: -time.Second}}
+		}, []string{"Alarms", "want non-negative thresholds"}},
+		{"a collector layer that is no layer", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), Tracing: construct.TracingOptions{CollectorLayerArn: "otel"}}
+		}, []string{`Tracing.CollectorLayerArn "otel" is not a Lambda layer version ARN`}},
+		{"a collector layer with tracing off", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), Tracing: construct.TracingOptions{Disabled: true,
+				CollectorLayerArn: "arn:aws:lambda:eu-west-1:123456789012:layer:c:1"}}
+		}, []string{"Tracing: a CollectorLayerArn with Disabled"}},
+		{"a namespace of AWS's", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), MetricsNamespace: "AWS/Lambda"}
+		}, []string{`MetricsNamespace "AWS/Lambda"`}},
 		{"an existing key with AWS owned encryption", func(a *app) *construct.Props {
 			key := awskms.Key_FromKeyArn(a.stack, jsii.String("Key"), jsii.String("arn:aws:kms:us-east-1:123456789012:key/k"))
 			return &construct.Props{Stage: "dev", CodeDir: codeDir(), TableEncryption: construct.TableEncryptionAWSOwned, TableKey: key}
@@ -473,7 +533,8 @@ func TestExistingEventBus(t *testing.T) {
 	}
 	for _, f := range longrunFunctions {
 		_, props := tpl.function(t, "longrun-dev-"+f)
-		if v, ok := envOf(props)["LONGRUN_TYPES_FILE"]; ok || props["Layers"] != nil {
+		// The collector's layer only (tracing).
+		if v, ok := envOf(props)["LONGRUN_TYPES_FILE"]; ok || len(props["Layers"].([]any)) != 1 {
 			t.Errorf("%s: LONGRUN_TYPES_FILE=%v, layers %v with the built-in types", f, v, props["Layers"])
 		}
 	}

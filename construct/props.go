@@ -32,8 +32,8 @@ type Props struct {
 	// Workers are the team's worker functions by worker name (the worker key of the types):
 	// exactly the workers of the types served, each an awslambda.Function of the app or an
 	// imported one (awslambda.Function_FromFunctionArn). The team builds and owns them; the
-	// construct only lets each one's state machine invoke it. A worker in another account
-	// must itself allow that state machine's role (its resource policy).
+	// construct only lets longrun's recorder invoke it (the recorder runs the steps). A worker
+	// in another account must itself allow the recorder's role (its resource policy).
 	Workers map[string]awslambda.IFunction
 
 	// CodeDir holds longrun's own functions, api.zip, dispatcher.zip, notifier.zip,
@@ -46,9 +46,20 @@ type Props struct {
 	// built for it (cmd/release -arch amd64 for x86_64).
 	Architecture awslambda.Architecture
 	// NoReservedConcurrency leaves out the reserved concurrency of the functions that move
-	// work forward (dispatcher, notifier and recorder 20, reconciler 1), for accounts whose
-	// concurrency limit cannot spare it.
+	// work forward (dispatcher, notifier, recorder and reconciler, as internal/aws/sizing
+	// sizes them), for accounts whose concurrency limit cannot spare it.
 	NoReservedConcurrency bool
+
+	// MetricsNamespace is the CloudWatch namespace of longrun's metrics
+	// (LONGRUN_METRICS_NAMESPACE on every longrun function; each also gets
+	// LONGRUN_METRICS_DIMENSIONS=Stage=<Stage>), which the dashboard and alarms read; empty:
+	// "longrun".
+	MetricsNamespace string
+	// Alarms are the thresholds of the alarms on longrun's metrics; the zero value takes the
+	// defaults (docs/observability.md, "Dashboard and alarms").
+	Alarms AlarmOptions
+	// Tracing configures tracing; the zero value turns it on (docs/observability.md).
+	Tracing TracingOptions
 
 	// Cognito, when set, makes the API authorize callers with Cognito ID tokens instead of
 	// IAM (SigV4, the default).
@@ -98,6 +109,64 @@ type CognitoOptions struct {
 	// (LONGRUN_COGNITO_CLIENT_IDS): clients that may not write custom:tenant. Required with
 	// UserPool, refused without it (a created pool brings its own client).
 	ClientIDs []string
+}
+
+// AlarmOptions are the thresholds of the alarms on longrun's metrics. A zero field takes
+// its default. Every alarm looks at one 5-minute period and carries no action.
+type AlarmOptions struct {
+	// ServerErrorPercent: the API's 5xx answers, in percent of its requests, above which the
+	// ApiServerErrorRate alarm fires; 0: 1 (%).
+	ServerErrorPercent float64
+	// ServerErrorMinRequests: with fewer requests than this in the period the 5xx rate never
+	// fires (one 5xx in three requests is not an outage); 0: 20.
+	ServerErrorMinRequests float64
+	// TransactionConflicts: the transactions DynamoDB cancelled for a conflict, all functions
+	// and calls together, above which the TransactionConflicts alarm fires; 0: 100. Each
+	// conflict is retried, so a few are normal (racing duplicates); many mean hot items.
+	TransactionConflicts float64
+	// DispatchLag: the p99 of accepted → dispatched per type (the dispatcher's) above which
+	// that type's DispatchLag alarm fires; 0: one minute.
+	DispatchLag time.Duration
+}
+
+// Alarm defaults (AlarmOptions).
+const (
+	DefaultServerErrorPercent     = 1
+	DefaultServerErrorMinRequests = 20
+	DefaultTransactionConflicts   = 100
+	DefaultDispatchLag            = time.Minute
+)
+
+func (o AlarmOptions) withDefaults() AlarmOptions {
+	if o.ServerErrorPercent == 0 {
+		o.ServerErrorPercent = DefaultServerErrorPercent
+	}
+	if o.ServerErrorMinRequests == 0 {
+		o.ServerErrorMinRequests = DefaultServerErrorMinRequests
+	}
+	if o.TransactionConflicts == 0 {
+		o.TransactionConflicts = DefaultTransactionConflicts
+	}
+	if o.DispatchLag == 0 {
+		o.DispatchLag = DefaultDispatchLag
+	}
+	return o
+}
+
+// TracingOptions configure tracing. The zero value turns it on: active tracing on
+// longrun's functions, its state machines and the API stage (X-Ray), and on longrun's
+// functions the OpenTelemetry collector layer with LONGRUN_TRACING=otlp and
+// OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (the collector's OTLP/HTTP receiver).
+// The team's workers are left as they are.
+type TracingOptions struct {
+	// Disabled turns tracing off: no active tracing, no collector layer, LONGRUN_TRACING=off.
+	Disabled bool
+	// CollectorLayerArn is the Lambda layer of the collector the functions export their spans
+	// to (an extension listening on localhost:4318). Empty: the AWS Distro for OpenTelemetry
+	// collector of the functions' architecture in the stack's region ([ADOTCollectorLayerArn]);
+	// in a region where that is not published (China, GovCloud) there is none, and the
+	// functions export nothing (LONGRUN_TRACING=off) while Lambda's own tracing stays on.
+	CollectorLayerArn string
 }
 
 // TableEncryption is how the table is encrypted at rest.
@@ -158,6 +227,18 @@ func (p *Props) check() error {
 	}
 	if p.ThrottleRate < 0 || p.ThrottleBurst < 0 {
 		return fmt.Errorf("ThrottleRate=%v, ThrottleBurst=%v: want non-negative numbers (0 for 100 and 200)", p.ThrottleRate, p.ThrottleBurst)
+	}
+	if a := p.Alarms; a.ServerErrorPercent < 0 || a.ServerErrorMinRequests < 0 || a.TransactionConflicts < 0 || a.DispatchLag < 0 {
+		return fmt.Errorf("Alarms %+v: want non-negative thresholds (0 for the defaults)", a)
+	}
+	if a := p.Tracing.CollectorLayerArn; a != "" && (!strings.HasPrefix(a, "arn:") || !strings.Contains(a, ":layer:")) {
+		return fmt.Errorf("Tracing.CollectorLayerArn %q is not a Lambda layer version ARN", a)
+	}
+	if p.Tracing.Disabled && p.Tracing.CollectorLayerArn != "" {
+		return fmt.Errorf("Tracing: a CollectorLayerArn with Disabled: choose one")
+	}
+	if ns := p.MetricsNamespace; ns != "" && (strings.TrimSpace(ns) != ns || strings.ContainsAny(ns, `"'`) || strings.HasPrefix(ns, "AWS/") || len(ns) > 255) {
+		return fmt.Errorf("MetricsNamespace %q: want a CloudWatch namespace of your own (no quotes, spaces around, or AWS/ prefix)", ns)
 	}
 	switch p.TableEncryption {
 	case "":

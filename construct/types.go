@@ -17,6 +17,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/longrun-dev/longrun/internal/aws/config"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 )
 
@@ -41,10 +42,12 @@ type served struct {
 }
 
 // loadTypes loads the types of typesFile (LONGRUN_TYPES_FILE's syntax), or the built-in
-// types when it is empty, as the functions will (internal/aws/config, Types).
+// types when it is empty, as the functions will (internal/aws/config, Types), and refuses
+// types whose steps the recorder could not wait for.
 func loadTypes(typesFile string, demo bool) (served, error) {
 	if typesFile == "" {
-		return served{registry: optype.Deployed(demo), all: optype.Deployed(true)}, nil
+		s := served{registry: optype.Deployed(demo), all: optype.Deployed(true)}
+		return s, s.checkSteps("the built-in types")
 	}
 	paths := config.List(typesFile)
 	file, err := optype.LoadAll(paths...)
@@ -55,7 +58,31 @@ func loadTypes(typesFile string, demo bool) (served, error) {
 	if len(s.registry.Types()) == 0 {
 		return served{}, fmt.Errorf("%s: every type is demo: true, and DemoTypes is off: the deployment would serve no type", typesFile)
 	}
-	return s, nil
+	return s, s.checkSteps(typesFile)
+}
+
+// checkSteps refuses a type served whose stepTimeout is longer than sizing.MaxStepTimeout:
+// the recorder invokes the worker and waits for the step within its own invocation, which
+// Lambda ends at 15 minutes, and it needs the minute after the step to record how it ended.
+func (s served) checkSteps(source string) error {
+	var errs []error
+	for _, t := range s.registry.Types() {
+		if t.StepTimeout > sizing.MaxStepTimeout {
+			errs = append(errs, fmt.Errorf("%s: type %q: stepTimeout %s is longer than %s: the recorder waits for each step within its own Lambda invocation (at most 15m0s) and needs a minute after it to record how it ended; split the work into shorter steps (a step may ask to continue)",
+				source, t.Name, t.StepTimeout, sizing.MaxStepTimeout))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// longestStep is the longest stepTimeout of the types served: the recorder's timeout
+// follows it (sizing.RecorderTimeout).
+func (s served) longestStep() time.Duration {
+	var longest time.Duration
+	for _, t := range s.registry.Types() {
+		longest = max(longest, t.StepTimeout)
+	}
+	return longest
 }
 
 // WorkerTimeouts lists the workers of the types a deployment serves (typesFile as in

@@ -52,6 +52,9 @@ type Options struct {
 	// Reconcile is how often the reconciler runs (on AWS a schedule of at least a minute);
 	// default 10 s.
 	Reconcile time.Duration
+	// TraceFile turns tracing on: longrun's functions append their spans to this file, one
+	// JSON object a line (docs/observability.md#tracing); "" leaves tracing off.
+	TraceFile string
 }
 
 // Stack is a running local stack. Close it when done.
@@ -75,7 +78,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		opts.APIAddr = "127.0.0.1:0"
 	}
 	s, err := devstack.Start(ctx, devstack.Options{APIAddr: opts.APIAddr, TypesFile: opts.TypesFile, WorkerEnv: opts.WorkerEnv,
-		Output: opts.Output, ReconcileEvery: opts.Reconcile, Leases: testLeases()})
+		Output: opts.Output, ReconcileEvery: opts.Reconcile, Leases: testLeases(), TraceFile: opts.TraceFile})
 	if err != nil {
 		return nil, err
 	}

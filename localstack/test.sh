@@ -22,9 +22,9 @@ export CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 JSII_SILENCE_W
 cdklocal=.cache/cdklocal/node_modules/.bin/cdklocal
 app="go run ./infra"
 # demoTypes: the portable e2e tests drive demo.task, which only dev stages serve by default.
-"$cdklocal" bootstrap --app "$app" --no-notices -c stage=local -c architecture="$CDK_ARCH" -c demoTypes=true
+"$cdklocal" bootstrap --app "$app" --no-notices -c stage=local -c architecture="$CDK_ARCH" -c demoTypes=true -c tracing=false
 "$cdklocal" deploy longrun-local --app "$app" --no-notices --require-approval never \
-  -c stage=local -c architecture="$CDK_ARCH" -c demoTypes=true --outputs-file .cache/localstack-outputs.json
+  -c stage=local -c architecture="$CDK_ARCH" -c demoTypes=true -c tracing=false --outputs-file .cache/localstack-outputs.json
 
 output() { node -e "const o=require('./.cache/localstack-outputs.json')['longrun-local']; process.stdout.write(o['$1'])"; }
 export LONGRUN_E2E_API_URL="$(output ApiUrl | sed 's:/*$::')"

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/local/conflictproxy"
 	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 	"github.com/longrun-dev/longrun/internal/local/devstack"
+	"github.com/longrun-dev/longrun/internal/local/summary"
 )
 
 func main() {
@@ -26,7 +28,9 @@ func main() {
 	quiet := flag.Bool("quiet", false, "do not print the functions' logs")
 	dynamoEndpoint := flag.String("dynamodb-endpoint", "", "use this DynamoDB (e.g. a DynamoDB Local started with -dbPath, to keep data across restarts) instead of starting DynamoDB Local; the table is created if missing")
 	conflicts := flag.Duration("dynamodb-conflicts", 0, "put DynamoDB's transaction conflicts in front of DynamoDB: each transaction holds its items this long to twice this long, and overlapping work is refused as on AWS (e.g. 10ms)")
+	traceFile := flag.String("trace-file", "", "turn tracing on: every function appends its spans to this file, one JSON object a line (docs/observability.md#tracing)")
 	types := flag.String("types", "", "serve the operation types of this definitions file (docs/operation-types.md), or of several separated by commas, instead of the built-in ones; each file's local section says how to run its workers")
+	summaryEvery := flag.Duration("summary", 10*time.Second, "print one line of the functions' metrics (admissions, replays, conflicts, outcomes, p50 accept→terminal, in flight) this often while there is traffic; 0 turns it off")
 	flag.Parse()
 
 	tokens := apigateway.DefaultTokens()
@@ -38,9 +42,20 @@ func main() {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts := devstack.Options{APIAddr: *api, Tokens: tokens, Log: log, Output: os.Stderr, DynamoDBEndpoint: *dynamoEndpoint, TypesFile: *types}
+	opts := devstack.Options{APIAddr: *api, Tokens: tokens, Log: log, Output: os.Stderr, DynamoDBEndpoint: *dynamoEndpoint, TypesFile: *types,
+		TraceFile: *traceFile}
 	if *quiet {
 		opts.Output = nil
+	}
+	// The summary reads the metrics from the functions' output, so it sits in front of it
+	// even when -quiet discards the rest.
+	var sum *summary.Summary
+	if *summaryEvery > 0 {
+		sum = summary.New(opts.Output) // nil: the logs are discarded, the metrics still read
+		if ns := strings.TrimSpace(os.Getenv("LONGRUN_METRICS_NAMESPACE")); ns != "" {
+			sum.Namespace = ns // the functions inherit the environment, and name their namespace so
+		}
+		opts.Output = sum
 	}
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err == nil {
@@ -94,6 +109,13 @@ func main() {
 	}
 
 	fmt.Fprintf(out, "  events     %s   (an SQS queue with every event published on the bus)\n", stack.EventsQueueURL)
+	if *traceFile != "" {
+		fmt.Fprintf(out, "  spans      %s   (one JSON object a line, appended)\n", *traceFile)
+	}
+	if sum != nil {
+		fmt.Fprintf(out, "  summary    every %s with traffic, on this output (-summary 0 turns it off)\n", *summaryEvery)
+		go sum.Run(ctx, *summaryEvery, out)
+	}
 	fmt.Fprintf(out, "Ctrl-C stops it.\n\n")
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")

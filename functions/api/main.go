@@ -25,6 +25,7 @@ func main() {
 		NewRequestID: gen.Request,
 		Log:          fn.Log,
 		Metrics:      fn.Metrics,
+		Tracer:       fn.Tracer(),
 	}
-	config.Start(handler.Handle)
+	fn.Start(handler.Handle)
 }

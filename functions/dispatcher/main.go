@@ -8,5 +8,5 @@ import (
 
 func main() {
 	fn := config.MustFunction("longrun-dispatcher", "LONGRUN_STATE_MACHINES", "LONGRUN_DEAD_LETTER_QUEUE_URL")
-	config.Start(fn.Dispatcher(fn.Executor()).HandleStream)
+	fn.Start(fn.Dispatcher(fn.Executor()).HandleStream)
 }

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventbridge"
@@ -11,6 +13,7 @@ import (
 
 func main() {
 	fn := config.MustFunction("longrun-notifier", "LONGRUN_EVENT_BUS")
-	n := &notify.Notifier{Bus: eventbridge.NewBus(fn.AWS, fn.Config.EventBus), Changes: dynamo.ProjectionChange, Log: fn.Log}
-	config.Start(n.HandleStream)
+	n := &notify.Notifier{Bus: eventbridge.NewBus(fn.AWS, fn.Config.EventBus), Changes: dynamo.ProjectionChange, Log: fn.Log,
+		Metrics: fn.Metrics, Now: time.Now}
+	fn.Start(n.HandleStream)
 }

@@ -25,5 +25,5 @@ func main() {
 		MaxPerRun:  100,
 		Metrics:    fn.Metrics,
 	}
-	config.Start(func(ctx context.Context, _ events.EventBridgeEvent) (reconcile.Summary, error) { return r.Run(ctx) })
+	fn.Start(func(ctx context.Context, _ events.EventBridgeEvent) (reconcile.Summary, error) { return r.Run(ctx) })
 }

@@ -1,17 +1,23 @@
-// Command recorder is longrun's side of every step: the workflow calls it before each step
-// (it checks intent, the deadline and maxSteps, and builds the worker's step request) and
-// after each (it records how the step ended as facts).
+// Command recorder is longrun's side of every step: the workflow's Run state calls it, and
+// it runs the operation's steps (it checks intent, the deadline and maxSteps before each,
+// invokes the type's worker, and records how each step ended as facts).
 package main
 
 import (
+	"os"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/aws/config"
+	"github.com/longrun-dev/longrun/internal/aws/lambdainvoke"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 func main() {
 	fn := config.MustFunction("longrun-recorder")
-	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log, Metrics: fn.Metrics}
-	config.Start(r.Handle)
+	// LONGRUN_RECORDER_RUN_BUDGET bounds a Run where a Lambda task may not last as long as
+	// the function (the local stack's emulator cuts a task at 30 s); unset on AWS.
+	budget, _ := time.ParseDuration(os.Getenv("LONGRUN_RECORDER_RUN_BUDGET"))
+	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log,
+		Metrics: fn.Metrics, Invoker: lambdainvoke.New(fn.AWS), RunBudget: budget, Tracer: fn.Tracer()}
+	fn.Start(r.Serve)
 }

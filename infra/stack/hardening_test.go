@@ -15,6 +15,7 @@ import (
 
 	"github.com/longrun-dev/longrun/infra/stack"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/service/notify"
 )
 
@@ -174,6 +175,9 @@ func TestContextMistakesAreErrors(t *testing.T) {
 		"apiGatewayCloudWatchRole=\"please\"": {"apiGatewayCloudWatchRole": "please"},
 		"idempotencyWindow=\"a day\"":         {"idempotencyWindow": "a day"},
 		"idempotencyWindow=\"-1h\"":           {"idempotencyWindow": "-1h"},
+		"tracing=\"yes please\"":              {"tracing": "yes please"},
+		"is not a Lambda layer version ARN":   {"collectorLayerArn": "otel"},
+		"tracing=false and collectorLayerArn": {"tracing": "false", "collectorLayerArn": "arn:aws:lambda:us-east-1:1:layer:c:1"},
 	} {
 		_, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &values}))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -300,7 +304,9 @@ func TestQuotaAndOutcomeUnknownAlarms(t *testing.T) {
 	}
 	alarms := map[string]map[string]any{}
 	for _, a := range tpl.of("AWS::CloudWatch::Alarm") {
-		alarms[a.Properties["MetricName"].(string)] = a.Properties
+		if m, ok := a.Properties["MetricName"].(string); ok {
+			alarms[m] = a.Properties
+		}
 	}
 	for m, statistic := range map[string]string{"QuotaExceeded": "Sum", "OutcomeUnknownRecorded": "Sum", "OutcomeUnknownWaiting": "Maximum"} {
 		a := alarms[m]
@@ -357,9 +363,18 @@ func TestWorkersHaveNoTableAccess(t *testing.T) {
 }
 
 // 3b (medium). The functions that move work forward keep concurrency of their own, so a
-// flood of API calls cannot starve them; the API and workers have none reserved.
+// flood of API calls cannot starve them (as internal/aws/sizing reserves it); the API and
+// workers have none reserved.
 func TestReservedConcurrency(t *testing.T) {
-	want := map[string]any{"dispatcher": float64(20), "notifier": float64(20), "recorder": float64(20), "reconciler": float64(1)}
+	want := map[string]any{}
+	for name, f := range sizing.Functions() {
+		if f.Reserved > 0 {
+			want[name] = float64(f.Reserved)
+		}
+	}
+	if len(want) != 4 || want["api"] != nil {
+		t.Fatalf("sizing reserves %v", want)
+	}
 	for _, tc := range []struct {
 		context map[string]any
 		reserve bool

@@ -61,6 +61,10 @@ type Props struct {
 	// APIGatewayCloudWatchRole makes the stack set the account's (and region's) API Gateway
 	// CloudWatch Logs role, which access logging needs; off, the account must have one.
 	APIGatewayCloudWatchRole bool
+	// NoTracing turns tracing off (construct.TracingOptions.Disabled); CollectorLayerArn
+	// replaces the ADOT collector layer (construct.TracingOptions.CollectorLayerArn).
+	NoTracing         bool
+	CollectorLayerArn string
 }
 
 // demoTypes reports whether the stage serves the demo types.
@@ -111,6 +115,12 @@ func (p *Props) check() error {
 	}
 	if p.TableKMSKeyArn != "" && !strings.HasPrefix(p.TableKMSKeyArn, "arn:") {
 		return fmt.Errorf("tableKmsKeyArn=%q is not a KMS key ARN", p.TableKMSKeyArn)
+	}
+	if p.CollectorLayerArn != "" && (!strings.HasPrefix(p.CollectorLayerArn, "arn:") || !strings.Contains(p.CollectorLayerArn, ":layer:")) {
+		return fmt.Errorf("collectorLayerArn=%q is not a Lambda layer version ARN", p.CollectorLayerArn)
+	}
+	if p.NoTracing && p.CollectorLayerArn != "" {
+		return fmt.Errorf("tracing=false and collectorLayerArn: choose one")
 	}
 	if p.IdempotencyWindow < 0 || p.IdempotencyWindow%time.Second != 0 {
 		return fmt.Errorf("idempotencyWindow=%s: want a duration of whole seconds, such as 48h", p.IdempotencyWindow)
@@ -179,6 +189,7 @@ func FromContext(scope constructs.Construct) (*Props, error) {
 		EventPublishers:    config.List(get("eventPublishers", "")),
 		TableEncryption:    get("tableEncryption", ""),
 		TableKMSKeyArn:     get("tableKmsKeyArn", ""),
+		CollectorLayerArn:  get("collectorLayerArn", ""),
 	}
 	switch a := get("authorizer", ""); a {
 	case "":
@@ -203,6 +214,9 @@ func FromContext(scope constructs.Construct) (*Props, error) {
 	}
 	if role := flag("apiGatewayCloudWatchRole"); role != nil {
 		props.APIGatewayCloudWatchRole = *role
+	}
+	if tracing := flag("tracing"); tracing != nil {
+		props.NoTracing = !*tracing
 	}
 	if len(errs) > 0 {
 		return nil, errs[0]

@@ -6,7 +6,6 @@
 package stack
 
 import (
-	"github.com/longrun-dev/longrun/internal/aws/cdkid"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -20,11 +19,10 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/longrun-dev/longrun/construct"
+	"github.com/longrun-dev/longrun/internal/aws/cdkid"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 )
-
-// workerMemory is the built-in workers' memory (MB).
-const workerMemory = 512
 
 // ConstructID is the construct's id in the stack: "Default", which CDK leaves out of
 // logical ids, so every resource keeps the logical id it had when the stack defined them
@@ -70,17 +68,17 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 			Retention:     awslogs.RetentionDays_ONE_MONTH,
 			RemovalPolicy: removal(dev),
 		})
-		// A worker may run as long as the longest step of its types: the workflow gives each
-		// step the type's stepTimeout (TimeoutSecondsPath), and the function's own timeout
-		// ends the invocation at the same bound. It needs no setting and no permission: it
-		// never touches longrun's table.
+		// A worker may run as long as the longest step of its types: the recorder gives each
+		// step the type's stepTimeout, and the function's own timeout ends the invocation at
+		// the same bound. It needs no setting and no permission: it never touches longrun's
+		// table (the recorder may invoke it).
 		workers[w] = awslambda.NewFunction(stack, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
 			FunctionName:  jsii.String("longrun-" + props.Stage + "-" + fname),
 			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:  arch,
 			Handler:       jsii.String("bootstrap"),
 			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
-			MemorySize:    jsii.Number(workerMemory),
+			MemorySize:    jsii.Number(sizing.DemoWorkerMemoryMB),
 			Timeout:       awscdk.Duration_Seconds(jsii.Number(timeouts[w].Seconds())),
 			LogGroup:      logs,
 			LoggingFormat: awslambda.LoggingFormat_JSON,
@@ -103,6 +101,7 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		APIGatewayCloudWatchRole: props.APIGatewayCloudWatchRole,
 		EventPublishers:          props.EventPublishers,
 		TableEncryption:          construct.TableEncryption(props.TableEncryption),
+		Tracing:                  construct.TracingOptions{Disabled: props.NoTracing, CollectorLayerArn: props.CollectorLayerArn},
 	}
 	if props.cognito() {
 		cp.Cognito = &construct.CognitoOptions{}

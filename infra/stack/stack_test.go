@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -20,6 +22,7 @@ import (
 	"github.com/longrun-dev/longrun/infra/stack"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 )
@@ -235,11 +238,83 @@ func leastPrivilege(t *testing.T, props stack.Props) {
 		{"Notifier", "events:PutEvents", true}, {"Notifier", "dynamodb:PutItem", false},
 		{"Dispatcher", "states:StartExecution", true}, {"Dispatcher", "sqs:SendMessage", true},
 		{"Reconciler", "states:StopExecution", true}, {"Recorder", "states:StartExecution", false},
+		// The recorder runs the steps: it invokes the workers, and nobody else does.
+		{"Recorder", "lambda:InvokeFunction", true}, {"Api", "lambda:InvokeFunction", false},
+		{"Dispatcher", "lambda:InvokeFunction", false}, {"Reconciler", "lambda:InvokeFunction", false},
+		{"Notifier", "lambda:InvokeFunction", false}, {"WorkerDemoTask", "lambda:InvokeFunction", false},
 	} {
 		if has(c.fn, c.action) != c.want {
 			t.Errorf("%s: %s may %s: %v, want %v", props.Stage, c.fn, c.action, !c.want, c.want)
 		}
 	}
+	invokers(t, tpl, props)
+}
+
+// invokers holds who may invoke what: each state machine role exactly the recorder (and its
+// versions), the recorder exactly the stage's workers, nobody else any function.
+func invokers(t *testing.T, tpl *template, props stack.Props) {
+	t.Helper()
+	var recorder string
+	var workers []string
+	for id, r := range tpl.of("AWS::Lambda::Function") {
+		switch name := r.Properties["FunctionName"]; {
+		case name == "longrun-"+props.Stage+"-recorder":
+			recorder = id
+		case strings.HasPrefix(name.(string), "longrun-"+props.Stage+"-worker-"):
+			workers = append(workers, "${"+id+".Arn}", "${"+id+".Arn}:*")
+		}
+	}
+	sort.Strings(workers)
+	machineRoles := map[string]bool{}
+	for _, sm := range tpl.of("AWS::StepFunctions::StateMachine") {
+		machineRoles[sm.Properties["RoleArn"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)] = true
+	}
+	if len(machineRoles) != len(tpl.of("AWS::StepFunctions::StateMachine")) || len(workers) != 2*len(machineRoles) {
+		t.Fatalf("%s: machine roles %v, workers %v", props.Stage, machineRoles, workers)
+	}
+	invokes := map[string][]string{} // role → resources
+	for _, p := range tpl.of("AWS::IAM::Policy") {
+		for _, role := range p.Properties["Roles"].([]any) {
+			r := role.(map[string]any)["Ref"].(string)
+			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				st := st.(map[string]any)
+				if slices.Contains(actionsOf(st), "lambda:InvokeFunction") {
+					invokes[r] = append(invokes[r], resourcesOf(st)...)
+				}
+			}
+		}
+	}
+	recorderRole := tpl.Resources[recorder].Properties["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+	for role, got := range invokes {
+		sort.Strings(got)
+		var want []string
+		switch {
+		case role == recorderRole:
+			want = workers
+		case machineRoles[role]:
+			want = []string{"${" + recorder + ".Arn}", "${" + recorder + ".Arn}:*"}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: role %s may invoke %v, want %v", props.Stage, role, got, want)
+		}
+	}
+	if len(invokes) != len(machineRoles)+1 {
+		t.Errorf("%s: roles that may invoke functions: %v", props.Stage, invokes)
+	}
+}
+
+// resourcesOf renders a statement's resources, sorted.
+func resourcesOf(st map[string]any) []string {
+	rs, ok := st["Resource"].([]any)
+	if !ok {
+		rs = []any{st["Resource"]}
+	}
+	var out []string
+	for _, r := range rs {
+		out = append(out, renderArn(r))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // fromContext reads Props as the app does, from CDK context values.
@@ -420,18 +495,28 @@ func TestWorkflowsComeFromTheTemplate(t *testing.T) {
 }
 
 // Each worker's function may run as long as its types' stepTimeout, and no longer: the
-// workflow gives each step that long (TimeoutSecondsPath, from the recorder's decision), and
-// the function's own timeout ends the invocation at the same bound.
+// recorder gives each step that long, and the function's own timeout ends the invocation at
+// the same bound. The recorder waits for the step within its own invocation, so its timeout
+// is the longest step plus a minute (sizing.RecorderTimeout); its memory is sizing's.
 func TestWorkerTimeoutsAreTheTypesStepTimeouts(t *testing.T) {
 	tpl := dev(t)
+	var longest time.Duration
 	for _, typ := range optype.Builtin().Types() {
 		f := tpl.Resources[tpl.functionID(t, stepfunctions.FunctionName(typ.Worker))]
 		if got := f.Properties["Timeout"]; got != typ.StepTimeout.Seconds() {
 			t.Errorf("%s: timeout %v, want the type's stepTimeout %v", typ.Worker, got, typ.StepTimeout.Seconds())
 		}
+		if f.Properties["MemorySize"] != float64(sizing.DemoWorkerMemoryMB) {
+			t.Errorf("%s: memory %v", typ.Worker, f.Properties["MemorySize"])
+		}
+		longest = max(longest, typ.StepTimeout)
 	}
-	if !strings.Contains(stepfunctions.Template(), `"TimeoutSecondsPath": "$.gate.decision.stepTimeoutSeconds"`) {
-		t.Error("the Work state must take its timeout from the recorder's decision")
+	recorder := tpl.Resources[tpl.functionID(t, "recorder")].Properties
+	if want := sizing.RecorderTimeout(longest).Seconds(); recorder["Timeout"] != want || want != longest.Seconds()+60 {
+		t.Errorf("recorder timeout %v, want %vs (the longest step %s and a minute)", recorder["Timeout"], want, longest)
+	}
+	if recorder["MemorySize"] != float64(sizing.Functions()[sizing.Recorder].MemoryMB) {
+		t.Errorf("recorder memory %v", recorder["MemorySize"])
 	}
 }
 
@@ -439,12 +524,26 @@ func TestAlarms(t *testing.T) {
 	tpl := dev(t)
 	metrics := map[string]int{}
 	for _, a := range tpl.of("AWS::CloudWatch::Alarm") {
-		metrics[a.Properties["MetricName"].(string)]++
+		name, ok := a.Properties["MetricName"].(string)
+		if !ok { // metric math: the metrics it reads
+			for _, q := range a.Properties["Metrics"].([]any) {
+				if stat, ok := q.(map[string]any)["MetricStat"].(map[string]any); ok {
+					name += "+" + stat["Metric"].(map[string]any)["MetricName"].(string)
+				}
+			}
+		}
+		metrics[name]++
 	}
 	fns := len(tpl.of("AWS::Lambda::Function"))
+	types := len(optype.Deployed(true).Types()) // dev serves the demo types
 	if metrics["ApproximateNumberOfMessagesVisible"] != len(tpl.of("AWS::SQS::Queue")) || metrics["Errors"] != fns ||
-		metrics["StuckOperationsRepaired"] != 1 || metrics["ExecutionsFailed"] != 2 {
+		metrics["StuckOperationsRepaired"] != 1 || metrics["ExecutionsFailed"] != 2 ||
+		metrics["+5XXError+Count"] != 1 || metrics["+TransactionConflicts+TransactionConflicts+TransactionConflicts+TransactionConflicts+TransactionConflicts"] != 1 ||
+		metrics["DispatchLag"] != types || metrics["+OutcomeUnknown+OutcomeUnknown"] != types {
 		t.Fatalf("alarms by metric: %v", metrics)
+	}
+	if n := len(tpl.of("AWS::CloudWatch::Dashboard")); n != 1 {
+		t.Errorf("%d dashboards", n)
 	}
 	var rules []string
 	for _, r := range tpl.of("AWS::Events::Rule") {
@@ -503,8 +602,57 @@ func TestBuiltinTypesNeedNoFile(t *testing.T) {
 				t.Errorf("%s: LONGRUN_TYPES_FILE=%v", id, v)
 			}
 		}
-		if f.Properties["Layers"] != nil {
+		// Longrun's functions have the collector's layer (tracing), the workers none.
+		layers, _ := f.Properties["Layers"].([]any)
+		if want := map[bool]int{true: 0, false: 1}[strings.HasPrefix(f.Properties["FunctionName"].(string), "longrun-dev-worker-")]; len(layers) != want ||
+			want == 1 && !strings.Contains(renderArn(layers[0]), ":layer:aws-otel-collector-arm64-") {
 			t.Errorf("%s: layers %v", id, f.Properties["Layers"])
+		}
+	}
+}
+
+// A stage is traced unless the context says tracing=false: longrun's functions actively,
+// with the collector layer (or the context's) and LONGRUN_TRACING=otlp; the workflows and
+// the API stage. The built-in workers are not (they are workers as a team's would be).
+func TestTracingFromContext(t *testing.T) {
+	const custom = "arn:aws:lambda:us-east-1:123456789012:layer:collector:3"
+	for _, tc := range []struct {
+		context map[string]any
+		on      bool
+		layer   string
+	}{
+		{map[string]any{}, true, ":901920570463:layer:aws-otel-collector-arm64-ver-"},
+		{map[string]any{"collectorLayerArn": custom}, true, custom},
+		{map[string]any{"tracing": "false"}, false, ""},
+	} {
+		tpl := synthesize(t, fromContext(t, tc.context))
+		for id, f := range tpl.of("AWS::Lambda::Function") {
+			p := f.Properties
+			env, _ := p["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			mode, _ := p["TracingConfig"].(map[string]any)
+			if strings.HasPrefix(p["FunctionName"].(string), "longrun-dev-worker-") {
+				if mode != nil {
+					t.Errorf("%v: %s traced %v", tc.context, id, mode)
+				}
+				continue
+			}
+			layers, _ := p["Layers"].([]any)
+			want := map[bool]string{true: "otlp", false: "off"}[tc.on]
+			if vars["LONGRUN_TRACING"] != want || (mode["Mode"] == "Active") != tc.on ||
+				tc.on && (len(layers) != 1 || !strings.Contains(renderArn(layers[0]), tc.layer)) || !tc.on && len(layers) != 0 {
+				t.Errorf("%v: %s: LONGRUN_TRACING=%v, mode %v, layers %v", tc.context, id, vars["LONGRUN_TRACING"], mode, layers)
+			}
+		}
+		for id, sm := range tpl.of("AWS::StepFunctions::StateMachine") {
+			if got, _ := sm.Properties["TracingConfiguration"].(map[string]any); (got["Enabled"] == true) != tc.on {
+				t.Errorf("%v: %s tracing %v", tc.context, id, got)
+			}
+		}
+		for id, st := range tpl.of("AWS::ApiGateway::Stage") {
+			if (st.Properties["TracingEnabled"] == true) != tc.on {
+				t.Errorf("%v: %s tracing %v", tc.context, id, st.Properties["TracingEnabled"])
+			}
 		}
 	}
 }

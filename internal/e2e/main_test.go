@@ -76,7 +76,7 @@ func run(m *testing.M) int {
 	// The built-in types and the test's own (testdata/e2e.types.yaml, with a worker written
 	// against the public worker package), as a team serves longrun's beside its own.
 	opts := devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases, ReconcileEvery: 500 * time.Millisecond,
-		Quota: 5000, PrincipalQuota: 5000,
+		Quota: 5000, PrincipalQuota: 5000, TraceFile: suiteTraceFile(root),
 		TypesFile: filepath.Join(root, "internal", "core", "optype", "builtin.types.yaml") + "," + filepath.Join(root, "internal", "e2e", "testdata", "e2e.types.yaml")}
 	// By default the stack's DynamoDB refuses overlapping transactions as DynamoDB on AWS
 	// does (each holds its items 10–20 ms); LONGRUN_E2E_CONFLICTS=0 runs on plain DynamoDB

@@ -101,10 +101,11 @@ func TestWorkerCrashMidStepIsUnknown(t *testing.T) {
 }
 
 // Polling a 5-step demo.task shows completedSteps rising and totalSteps 5, and its events
-// carry the progress.
+// carry the progress. Steps of more than a second each (recorder.ProgressEvery) record
+// their progress as they complete.
 func TestDemoTaskProgress(t *testing.T) {
 	c := alice(t)
-	id := c.admit(`{"type":"demo.task","input":{"target":"e2e-progress","steps":5,"sleepMs":400}}`)
+	id := c.admit(`{"type":"demo.task","input":{"target":"e2e-progress","steps":5,"sleepMs":1100}}`)
 	var seen []float64
 	deadline := time.Now().Add(60 * time.Second)
 	var r response

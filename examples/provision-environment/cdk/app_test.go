@@ -79,7 +79,8 @@ func TestTheAppDeploysTheTypeItsWorkerAndTheSubscriber(t *testing.T) {
 	if workerID == "" {
 		t.Fatal("no worker function")
 	}
-	// One workflow, for the provisioner, whose role may invoke the worker.
+	// One workflow, for the provisioner; longrun's recorder, which runs its steps, may invoke
+	// the worker.
 	machines := of(res, "AWS::StepFunctions::StateMachine")
 	if len(machines) != 1 {
 		t.Fatalf("%d state machines", len(machines))
@@ -90,7 +91,7 @@ func TestTheAppDeploysTheTypeItsWorkerAndTheSubscriber(t *testing.T) {
 		invokes = invokes || (strings.Contains(string(b), "lambda:InvokeFunction") && strings.Contains(string(b), workerID))
 	}
 	if !invokes {
-		t.Error("no policy lets the workflow invoke the worker")
+		t.Error("no policy lets longrun invoke the worker")
 	}
 	// The definitions reach longrun's functions.
 	layers := of(res, "AWS::Lambda::LayerVersion")

@@ -16,6 +16,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/longrun-dev/longrun/internal/aws/lambdalog"
+	"github.com/longrun-dev/longrun/internal/aws/tracing"
 
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -52,6 +53,9 @@ type Config struct {
 	// Leases are the reconciler's leases (LONGRUN_LEASE_DISPATCH, _CHECK, _CANCEL,
 	// _DEADLINE as durations); every writer stamps due times with them.
 	Leases operation.Leases
+	// Tracing is LONGRUN_TRACING (off, otlp or file) with OTEL_EXPORTER_OTLP_ENDPOINT or
+	// LONGRUN_TRACE_FILE (internal/aws/tracing, docs/observability.md#tracing).
+	Tracing tracing.Config
 }
 
 // FromEnv reads Config, applying the contract's defaults.
@@ -107,6 +111,11 @@ func FromEnv() (Config, error) {
 			*d = parsed
 		}
 	}
+	tc, err := tracing.FromEnv(os.Getenv)
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	c.Tracing = tc
 	return c, nil
 }
 

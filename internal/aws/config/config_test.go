@@ -1,8 +1,11 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/longrun-dev/longrun/internal/aws/tracing"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -60,5 +63,23 @@ func TestDemoTypesFromEnv(t *testing.T) {
 	t.Setenv("LONGRUN_DEMO_TYPES", "yes")
 	if _, err := FromEnv(); err == nil {
 		t.Fatal("LONGRUN_DEMO_TYPES=yes accepted")
+	}
+}
+
+// Tracing is read with the rest (off by default), and a typo fails at start.
+func TestTracingFromEnv(t *testing.T) {
+	t.Setenv("LONGRUN_TABLE", "t")
+	t.Setenv("LONGRUN_TRACING", "")
+	if c, err := FromEnv(); err != nil || c.Tracing.Mode != tracing.Off {
+		t.Fatalf("default: %+v %v", c.Tracing, err)
+	}
+	t.Setenv("LONGRUN_TRACING", "file")
+	t.Setenv("LONGRUN_TRACE_FILE", "/tmp/spans.jsonl")
+	if c, err := FromEnv(); err != nil || c.Tracing != (tracing.Config{Mode: tracing.File, File: "/tmp/spans.jsonl"}) {
+		t.Fatalf("file: %+v %v", c.Tracing, err)
+	}
+	t.Setenv("LONGRUN_TRACING", "on")
+	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), "LONGRUN_TRACING") {
+		t.Fatalf("LONGRUN_TRACING=on: %v", err)
 	}
 }

@@ -9,12 +9,15 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/emf"
 	"github.com/longrun-dev/longrun/internal/aws/lambdalog"
 	"github.com/longrun-dev/longrun/internal/aws/sqs"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/aws/tracing"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 )
@@ -32,6 +35,10 @@ type Function struct {
 	// function; docs/observability.md). The store counts its contention with it; each main
 	// gives it to its service.
 	Metrics *emf.Encoder
+	// Tracing is the function's tracing (LONGRUN_TRACING): every AWS call made with AWS is
+	// traced when it is on, Start traces each invocation, and Tracer is for the services.
+	Tracing *tracing.Tracing
+	service string // the function's service name, as its logs and spans say it
 }
 
 // MustFunction loads the settings a function needs; required names as for Require. service
@@ -49,6 +56,16 @@ func MustFunction(service string, required ...string) Function {
 	if err != nil {
 		exit(log, err)
 	}
+	name := lambdalog.ServiceName(service) // as the logs name it
+	tr, err := tracing.New(context.Background(), cfg.Tracing, name)
+	if err != nil {
+		exit(log, err)
+	}
+	if tr.Enabled() {
+		// The SDK's own errors (an unreachable collector, say) as the function's log lines.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "error", err.Error()) }))
+	}
+	tr.InstrumentAWS(&awsCfg) // before any client is made from it
 	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		// DynamoDB Local's error responses carry a CRC32 that does not match; the SDK then
 		// warns on every conditional failure. Only the local stack sets this.
@@ -76,7 +93,7 @@ func MustFunction(service string, required ...string) Function {
 	store := dynamo.New(client, cfg.Table)
 	store.Leases = cfg.Leases
 	store.Metrics = metrics
-	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store, Types: types, Metrics: metrics}
+	return Function{Config: cfg, AWS: awsCfg, Log: log, Store: store, Types: types, Metrics: metrics, Tracing: tr, service: name}
 }
 
 // Types is the operation types a deployment serves: those of LONGRUN_TYPES_FILE (one file,
@@ -117,7 +134,7 @@ func (f Function) Registry() *optype.Registry { return f.Types }
 func (f Function) Dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
 	d, err := dispatch.New(dispatch.Dispatcher{Store: f.Store, Executor: exec, Registry: f.Registry(),
 		DeadLetters: sqs.NewDeadLetters(f.AWS, f.Config.DeadLetterQueueURL),
-		Now:         time.Now, Log: f.Log, Accepted: dynamo.AcceptedOperation, Metrics: f.metrics()})
+		Now:         time.Now, Log: f.Log, Accepted: dynamo.AcceptedOperation, Metrics: f.metrics(), Tracer: f.Tracer()})
 	if err != nil {
 		exit(f.Log, err)
 	}
@@ -132,9 +149,20 @@ func (f Function) metrics() dispatch.Metrics {
 	return f.Metrics
 }
 
-// Start runs handler (any function lambda.Start takes) as the function's Lambda handler, each
-// invocation's log lines saying whether it is the process's first (cold_start); it does not
-// return.
+// Tracer is the tracer the services start their spans with: a no-op one unless
+// LONGRUN_TRACING is on.
+func (f Function) Tracer() trace.Tracer { return f.Tracing.Tracer() }
+
+// Start runs handler (any function lambda.Start takes) as the function's Lambda handler:
+// each invocation's log lines say whether it is the process's first (cold_start), and, with
+// tracing on, each invocation is a span, flushed before it returns. It does not return.
+func (f Function) Start(handler any) {
+	lambda.Start(lambdalog.Invocations(f.Tracing.WrapHandler(lambda.NewHandler(handler), f.service)))
+}
+
+// Start is Function.Start without tracing, for a main that has no Function.
+//
+// Deprecated: use Function.Start, which traces the invocations when tracing is on.
 func Start(handler any) {
 	lambda.Start(lambdalog.Invocations(lambda.NewHandler(handler)))
 }

@@ -36,7 +36,22 @@ func Functions() map[string]Function {
 		API:        {MemoryMB: 512, Timeout: 10 * time.Second},
 		Dispatcher: {MemoryMB: 256, Timeout: 60 * time.Second, Reserved: 20},
 		Notifier:   {MemoryMB: 256, Timeout: 60 * time.Second, Reserved: 20},
-		Recorder:   {MemoryMB: 256, Timeout: 30 * time.Second, Reserved: 20},
+		// The recorder waits for every step it runs (it invokes the worker), so it is
+		// small, its timeout follows the steps (RecorderTimeout), and its reservation is
+		// the steps that may be in flight at once.
+		Recorder:   {MemoryMB: 128, Timeout: RecorderTimeout(0), Reserved: 50},
 		Reconciler: {MemoryMB: 256, Timeout: 120 * time.Second, Reserved: 1},
 	}
+}
+
+// MaxStepTimeout is the longest stepTimeout a deployed type may have: the recorder waits for
+// a step within its own invocation, and Lambda runs an invocation for at most 15 minutes.
+const MaxStepTimeout = 840 * time.Second
+
+// RecorderTimeout is the recorder's timeout when the longest stepTimeout of the deployment's
+// types is longestStep: a minute more than that step, so that one step always fits in an
+// invocation with time to record how it ended, and at least a minute; at most Lambda's 15
+// minutes (longestStep beyond MaxStepTimeout cannot be deployed).
+func RecorderTimeout(longestStep time.Duration) time.Duration {
+	return min(15*time.Minute, max(time.Minute, longestStep+time.Minute))
 }

@@ -43,35 +43,38 @@ func Definition(subs map[string]string) (string, error) {
 // functions/worker-<executor>.
 func FunctionName(executor string) string { return "worker-" + executor }
 
-// TaskBudget is the longest the template's Task state can run, retries included: every
-// attempt to its timeout (the first, and each retrier's MaxAttempts, since different errors
-// retry separately) and the waits between them. timeout is the attempt's timeout for a state
-// that reads it from the workflow's data (TimeoutSecondsPath: the type's stepTimeout).
-func TaskBudget(state string, timeout time.Duration) (time.Duration, error) {
+// Throttled is the error of a Lambda task that Lambda refused before the function ran.
+const Throttled = "Lambda.TooManyRequestsException"
+
+// Retries is how a Task state of the template is retried: the attempts it may take in all
+// (the first and each retrier's MaxAttempts, since different errors retry separately),
+// those of them that may run the function (a throttled attempt does not), and the waits
+// between them.
+func Retries(state string) (attempts, running int, waits time.Duration, err error) {
 	var asl struct {
 		States map[string]struct {
-			Type               string
-			TimeoutSeconds     float64
-			TimeoutSecondsPath string
-			Retry              []struct {
+			Type  string
+			Retry []struct {
+				ErrorEquals                                   []string
 				IntervalSeconds, BackoffRate, MaxDelaySeconds float64
 				MaxAttempts                                   int
 			}
 		}
 	}
 	if err := json.Unmarshal([]byte(template), &asl); err != nil {
-		return 0, fmt.Errorf("stepfunctions: the template: %w", err)
+		return 0, 0, 0, fmt.Errorf("stepfunctions: the template: %w", err)
 	}
 	st, ok := asl.States[state]
-	if ok && st.TimeoutSecondsPath != "" && timeout > 0 {
-		st.TimeoutSeconds = timeout.Seconds()
+	if !ok || st.Type != "Task" {
+		return 0, 0, 0, fmt.Errorf("stepfunctions: %q is not a Task state", state)
 	}
-	if !ok || st.Type != "Task" || st.TimeoutSeconds <= 0 {
-		return 0, fmt.Errorf("stepfunctions: %q is not a Task state with a timeout", state)
-	}
-	attempts, waits := 1, 0.0
+	attempts, running = 1, 1
+	seconds := 0.0
 	for _, r := range st.Retry {
 		attempts += r.MaxAttempts
+		if len(r.ErrorEquals) != 1 || r.ErrorEquals[0] != Throttled {
+			running += r.MaxAttempts
+		}
 		interval, rate := r.IntervalSeconds, r.BackoffRate
 		if interval == 0 {
 			interval = 1 // the States Language defaults
@@ -84,29 +87,32 @@ func TaskBudget(state string, timeout time.Duration) (time.Duration, error) {
 			if r.MaxDelaySeconds > 0 {
 				wait = min(wait, r.MaxDelaySeconds)
 			}
-			waits += wait
+			seconds += wait
 		}
 	}
-	return time.Duration((float64(attempts)*st.TimeoutSeconds + waits) * float64(time.Second)), nil
+	return attempts, running, time.Duration(seconds * float64(time.Second)), nil
 }
+
+// RecordTimeout bounds a recorder attempt that runs no step: it reads the operation and
+// appends at most one fact, and the store's calls give up within their own budgets.
+const RecordTimeout = 30 * time.Second
 
 // CancelBudget is how long a workflow whose steps may take stepTimeout may rightly go on
-// after a cancel: the step in flight runs to its end (with its retries; intent is checked
-// only between steps) or the pause in progress ends (step.MaxPause), then the Gate state
-// records the outcome (with its retries). A reconciler that stops the execution sooner stops
-// work that was about to end by itself, so the cancel lease must exceed this for every type.
+// after a cancel: the step in flight runs to its end (intent is checked only between steps)
+// or the pause in progress ends (step.MaxPause); then a Run records the outcome, with its
+// retries (a throttled attempt runs nothing; the others take at most RecordTimeout each). A reconciler that stops the execution sooner stops work that was about to end
+// by itself, so the cancel lease must exceed this for every type.
 func CancelBudget(stepTimeout time.Duration) time.Duration {
-	work, err1 := TaskBudget("Work", stepTimeout)
-	gate, err2 := TaskBudget("Gate", 0)
-	if err1 != nil || err2 != nil {
-		panic(fmt.Sprintf("stepfunctions: the embedded template: %v %v", err1, err2)) // a test proves it parses
+	_, running, waits, err := Retries("Run")
+	if err != nil {
+		panic(fmt.Sprintf("stepfunctions: the embedded template: %v", err)) // a test proves it parses
 	}
-	return max(work, step.MaxPause) + gate
+	return max(stepTimeout, step.MaxPause) + waits + time.Duration(running)*RecordTimeout
 }
 
-// Path is the states an execution of the template enters when the recorder decides, in
-// turn, decisions ("work", "wait" or "done"; the last must be "done"): the Standard state
-// transitions it is billed for, retries aside. It follows the template itself (its Next
+// Path is the states an execution of the template enters when the recorder's Run answers,
+// in turn, decisions ("continue", "wait", "done" or "unrecorded"; the last must end the
+// execution): the Standard state transitions it is billed for, retries aside. It follows the template itself (its Next
 // fields and the Route state's choices on the decision), so a change of the workflow's
 // shape changes the figures in docs/performance.md and the cost model with it.
 func Path(decisions ...string) ([]string, error) {
@@ -155,7 +161,7 @@ func Path(decisions ...string) ([]string, error) {
 				}
 			}
 			name = next
-		case name == "Gate": // the recorder: it answers the next decision
+		case name == "Run": // the recorder: it answers the next decision
 			if len(decisions) == 0 {
 				return path, fmt.Errorf("stepfunctions: the recorder was called with no decision left")
 			}

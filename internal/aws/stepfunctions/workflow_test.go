@@ -53,24 +53,36 @@ func TestDefinition(t *testing.T) {
 	}
 }
 
-// A worker's failure must reach the recorder, never a retry: a retried step could act
-// twice. Only invocation failures where the function did not run are retried.
-func TestStepsAreNeverRetriedOnFunctionErrors(t *testing.T) {
+// The recorder is the workflow's only task: it invokes the worker itself (the worker's ARN
+// comes in its payload), so a state machine needs no permission on the worker, and a
+// worker's failure reaches the recorder as the invocation's answer, never a retry of the
+// step by the workflow.
+func TestTheRecorderIsTheOnlyTask(t *testing.T) {
 	var asl struct {
 		States map[string]struct {
-			Retry []struct{ ErrorEquals []string }
+			Type       string
+			Parameters struct {
+				FunctionName string
+				Payload      map[string]string
+			}
 		}
 	}
 	if err := json.Unmarshal([]byte(Template()), &asl); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range asl.States["Work"].Retry {
-		for _, e := range r.ErrorEquals {
-			switch e {
-			case "States.ALL", "States.TaskFailed", "Lambda.Unknown", "States.Timeout":
-				t.Errorf("the Work task retries %s", e)
-			}
+	tasks := 0
+	for name, st := range asl.States {
+		if st.Type != "Task" {
+			continue
 		}
+		tasks++
+		if st.Parameters.FunctionName != "${"+RecorderFunctionArn+"}" || st.Parameters.Payload["worker"] != "${"+WorkerFunctionArn+"}" ||
+			st.Parameters.Payload["state.$"] != "$" {
+			t.Errorf("%s: invokes %q with %v; want the recorder with the state and the worker's ARN", name, st.Parameters.FunctionName, st.Parameters.Payload)
+		}
+	}
+	if tasks != 1 {
+		t.Fatalf("%d Task states, want the one Run", tasks)
 	}
 }
 
@@ -98,73 +110,69 @@ func TestRenderDefinition(t *testing.T) {
 }
 
 // Issue #12, defect 2: the default cancel lease outlasts what a workflow may rightly take
-// after a cancel (the step in flight or the pause in progress, then the Gate state, retries
-// included), so the reconciler never stops work that was about to end by itself. Work with a
-// 60 s step timeout: 4 × 60 s + 1 + 2 + 4 s; a pause: 300 s; Gate: 6 × 60 s + 1 + 2 + 4 + 8 + 16 s.
+// after a cancel (the step in flight or the pause in progress, then a Run recording the
+// outcome, retries included), so the reconciler never stops work that was about to end by
+// itself. Run: a throttled recorder is tried 6 more times, 1 + 2 + 4 + 8 + 16 + 30 s apart
+// (it ran nothing); any other failure 5 more times, 1 + 2 + 4 + 8 + 16 s apart, each
+// attempt at most RecordTimeout.
 func TestCancelLeaseOutlastsTheWorkflow(t *testing.T) {
-	work, err := TaskBudget("Work", time.Minute)
-	if err != nil || work != 247*time.Second {
-		t.Fatalf("work budget %v %v, want 247s", work, err)
+	attempts, running, waits, err := Retries("Run")
+	if err != nil || attempts != 12 || running != 6 || waits != 92*time.Second {
+		t.Fatalf("Run retries: %d attempts (%d running), %v waits, %v; want 12 (6), 92s", attempts, running, waits, err)
 	}
-	if w5, _ := TaskBudget("Work", 5*time.Minute); w5 != 1207*time.Second {
-		t.Fatalf("the step timeout must reach the budget: %v", w5)
+	if got := CancelBudget(time.Minute); got != 300*time.Second+92*time.Second+6*RecordTimeout {
+		t.Fatalf("cancel budget %v, want the pause (300 s) + Run's retries", got)
 	}
-	gate, err := TaskBudget("Gate", 0)
-	if err != nil || gate != 391*time.Second {
-		t.Fatalf("gate budget %v %v, want 391s", gate, err)
-	}
-	if got := CancelBudget(time.Minute); got != 691*time.Second {
-		t.Fatalf("cancel budget %v, want the pause (300 s) + gate", got)
+	if got := CancelBudget(10 * time.Minute); got != 600*time.Second+92*time.Second+6*RecordTimeout {
+		t.Fatalf("a step longer than a pause must set the budget: %v", got)
 	}
 	if lease := operation.DefaultLeases().Cancel; lease <= CancelBudget(time.Minute) {
 		t.Fatalf("the default cancel lease %v does not outlast the workflow's %v", lease, CancelBudget(time.Minute))
 	}
-	if _, err := TaskBudget("Route", 0); err == nil {
-		t.Fatal("a Choice state has a task budget")
-	}
-	if _, err := TaskBudget("Work", 0); err == nil {
-		t.Fatal("the Work state's timeout comes from the data: without one there is no budget")
+	if _, _, _, err := Retries("Route"); err == nil {
+		t.Fatal("a Choice state has retries")
 	}
 }
 
-// The figures of docs/performance.md ("State transitions and invocations"): a step is three
-// transitions (Gate, Route, Work) and two invocations (recorder, worker); the end is three
-// more (Gate, Route, Done) and one invocation; a wait adds Pause, Gate and Route and one
-// recorder invocation.
+// The figures of docs/performance.md and docs/cost.md ("State transitions and
+// invocations"): an operation that runs its steps in one Run is three transitions (Run,
+// Route, Done) and one recorder invocation, whatever its steps; a wait adds Pause, Run and
+// Route and one recorder invocation; a Run that ran out of time for another step
+// (continue) adds Run and Route. Each step is one worker invocation, made by the recorder.
 func TestPathFigures(t *testing.T) {
-	count := func(steps, waits int) (transitions, invocations int) {
+	count := func(waits, continues int) (transitions, runs int) {
 		var decisions []string
-		for i := range steps {
-			if i > 0 && i <= waits {
-				decisions = append(decisions, "wait")
-			}
-			decisions = append(decisions, "work")
+		for range waits {
+			decisions = append(decisions, "wait")
+		}
+		for range continues {
+			decisions = append(decisions, "continue")
 		}
 		path, err := Path(append(decisions, "done")...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, s := range path {
-			if s == "Gate" || s == "Work" {
-				invocations++
+			if s == "Run" {
+				runs++
 			}
 		}
-		return len(path), invocations
+		return len(path), runs
 	}
-	for _, tc := range []struct{ steps, waits, transitions, invocations int }{
-		{1, 0, 6, 3},
-		{5, 0, 18, 11},
-		{3, 1, 15, 8},
-		{20, 0, 63, 41},
+	for _, tc := range []struct{ waits, continues, transitions, runs int }{
+		{0, 0, 3, 1},
+		{1, 0, 6, 2},
+		{0, 1, 5, 2},
+		{4, 0, 15, 5},
 	} {
-		if tr, inv := count(tc.steps, tc.waits); tr != tc.transitions || inv != tc.invocations {
-			t.Errorf("%d steps, %d waits: %d transitions, %d invocations; want %d and %d", tc.steps, tc.waits, tr, inv, tc.transitions, tc.invocations)
+		if tr, runs := count(tc.waits, tc.continues); tr != tc.transitions || runs != tc.runs {
+			t.Errorf("%d waits, %d continues: %d transitions, %d recorder invocations; want %d and %d", tc.waits, tc.continues, tr, runs, tc.transitions, tc.runs)
 		}
 	}
-	if p, err := Path("done"); err != nil || strings.Join(p, " ") != "Gate Route Done" {
-		t.Fatalf("settled before the first step: %v %v", p, err)
+	if p, err := Path("unrecorded"); err != nil || strings.Join(p, " ") != "Run Route Unrecorded" {
+		t.Fatalf("unrecorded: %v %v", p, err)
 	}
-	if _, err := Path("work"); err == nil {
+	if _, err := Path("continue"); err == nil {
 		t.Fatal("a path without an end must be an error")
 	}
 }

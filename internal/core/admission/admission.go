@@ -58,6 +58,9 @@ type Request struct {
 	// CorrelationID is recorded in the accepted fact (operation.Admission.CorrelationID); it
 	// is not part of the fingerprint, so a retry with another one replays.
 	CorrelationID string
+	// Traceparent is the admission span's W3C traceparent, recorded beside it
+	// (operation.Admission.Traceparent); not part of the fingerprint either.
+	Traceparent string
 }
 
 // Record is the stored idempotency record: the fingerprint it guards and the first
@@ -167,7 +170,7 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 			Actor: req.Scope.Principal, Admission: &operation.Admission{Type: typ.Name, TypeVersion: typ.Version,
 				Target: target, Tenant: req.Scope.Tenant, Principal: req.Scope.Principal, Input: input,
 				QuotaReserved: s.Quota > 0, PrincipalQuotaReserved: s.PrincipalQuota > 0, Deadline: now.Add(typ.Deadline),
-				QuotaWeight: quotaWeight(typ), CorrelationID: req.CorrelationID}}}
+				QuotaWeight: quotaWeight(typ), CorrelationID: req.CorrelationID, Traceparent: req.Traceparent}}}
 
 	existing, err := s.Store.Admit(ctx, in)
 	switch {

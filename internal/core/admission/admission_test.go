@@ -202,3 +202,23 @@ func TestInexactIntegersAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// The correlation id and the traceparent are recorded in the accepted fact and are not the
+// request: a retry carrying others has the same fingerprint, so it replays.
+func TestTraceFieldsAreRecordedButNotFingerprinted(t *testing.T) {
+	store := &fakeStore{}
+	body := []byte(`{"type":"demo.task","input":{"target":"a"}}`)
+	for _, tp := range []string{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"} {
+		if _, err := service(store).Admit(context.Background(), Request{Scope: Scope{"acme", "alice"}, Key: "k",
+			MediaType: "application/json", Body: body, CorrelationID: tp[3:35], Traceparent: tp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, second := store.got[0], store.got[1]
+	if a := first.First.Admission; a.Traceparent != "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" || a.CorrelationID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("admission %+v", a)
+	}
+	if first.Record.Fingerprint != second.Record.Fingerprint {
+		t.Fatal("the traceparent changes the fingerprint: a retry would be key_reused")
+	}
+}

@@ -97,6 +97,10 @@ type Admission struct {
 	// admitting request's W3C trace-id, or its request id. Every writer after admission
 	// reads it from here. Empty in histories written before it was recorded.
 	CorrelationID string `json:"correlationId,omitempty"`
+	// Traceparent is the W3C traceparent of the admission's span, for the dispatcher's span
+	// to link to (docs/observability.md#tracing). Empty when tracing was off, and in
+	// histories written before it was recorded.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Progress is how far the work has come: CompletedSteps is counted by longrun from the

@@ -429,3 +429,25 @@ func (d decimal) int() int {
 	}
 	return math.MaxInt
 }
+
+// Names of the ways an invocation of a worker can fail before it answers, as Step Functions
+// names a Lambda task's errors; any other name is the function's own errorType.
+const (
+	// ErrNotInvoked: Lambda refused the invocation (throttled, after retries, or any other
+	// refusal before the function ran), so the step never ran. The name is Step Functions'
+	// for a throttled Lambda task, which the workflow's Catch reported before the recorder
+	// invoked workers itself.
+	ErrNotInvoked = "Lambda.TooManyRequestsException"
+	// ErrTimeout: the step did not answer within its stepTimeout; it may have acted.
+	ErrTimeout = "States.Timeout"
+)
+
+// InvokeError is how an invocation of a worker for a step failed: Name is ErrThrottled,
+// ErrTimeout, the function's errorType when the function itself failed, or another
+// Lambda error; Cause says more, for the record.
+type InvokeError struct {
+	Name  string
+	Cause string
+}
+
+func (e *InvokeError) Error() string { return "step invocation failed: " + e.Name + ": " + e.Cause }

@@ -38,6 +38,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
@@ -91,6 +92,14 @@ type Options struct {
 	// WorkerEnv is more environment for the workers of TypesFile, after their local
 	// section's: e.g. the address of a fake their tests started.
 	WorkerEnv map[string]string
+	// Meter, when set, wraps the AWS edge, given DynamoDB's endpoint behind it: it sees every
+	// call to DynamoDB, Lambda, Step Functions, EventBridge and SQS that passes the edge (the
+	// cost model, internal/local/cost).
+	Meter func(edge http.Handler, dynamoURL string) http.Handler
+	// TraceFile turns tracing on: every function appends its spans to this file as JSON
+	// lines (LONGRUN_TRACING=file, LONGRUN_TRACE_FILE; docs/observability.md#tracing).
+	// "" leaves tracing off.
+	TraceFile string
 }
 
 // Stack is a running local stack.
@@ -148,6 +157,12 @@ func functions(file *optype.File, builtin bool, workerEnv map[string]string) ([]
 		{name: "notifier", concurrency: 2, timeout: 60}, {name: "recorder", concurrency: 16, timeout: 60},
 		{name: "reconciler", concurrency: 1, timeout: 60}}
 	types := file.Registry(true)
+	longest := time.Duration(0)
+	for _, t := range types.Types() {
+		longest = max(longest, t.StepTimeout)
+	}
+	// The recorder waits for each step it runs, as on AWS (sizing.RecorderTimeout).
+	fs[3].timeout = int32(sizing.RecorderTimeout(longest) / time.Second)
 	for _, w := range types.Workers() {
 		f := function{name: stepfunctions.FunctionName(w), concurrency: 32}
 		for _, t := range types.Types() {
@@ -238,7 +253,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		dynamoURL = ddb.Endpoint
 	}
-	s.startKumoAndEdge(edgeLn, dynamoURL)
+	s.startKumoAndEdge(edgeLn, dynamoURL, opts.Meter)
 	s.connectClients()
 	if err := s.createTable(ctx); err != nil {
 		return nil, err
@@ -382,10 +397,14 @@ func (s *Stack) startDynamoDBLocal(ctx context.Context) (*ddblocal.Server, error
 // startKumoAndEdge starts kumo and serves the edge on edgeLn, routing to DynamoDB Local at
 // dynamoURL and to kumo. kumo serves on a port of its own choosing; the edge forwards to it.
 // Only kumo's public API is used, so a kumo upgrade cannot break the embedding.
-func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string) {
+func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, meter func(http.Handler, string) http.Handler) {
 	ks := kumo.NewServer()
 	s.onClose(ks.Close)
-	edge := &http.Server{Handler: edgeRouter(dynamoURL, ks.URL, s.tap), ReadHeaderTimeout: 10 * time.Second,
+	handler := edgeRouter(dynamoURL, ks.URL, s.tap)
+	if meter != nil {
+		handler = meter(handler, dynamoURL)
+	}
+	edge := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = edge.Serve(edgeLn) }()
 	// Close, not Shutdown: Runtime API long polls never go idle.
@@ -510,6 +529,9 @@ func (s *Stack) functionEnv(opts Options) []string {
 		// The local stack is a dev stage: it serves demo.task, which a deployed stage only
 		// does when it is dev (docs/security.md).
 		"LONGRUN_DEMO_TYPES=true",
+		// kumo's Step Functions gives up on a Lambda task after 30 s, so a Run of the
+		// recorder stops starting steps well before; on AWS only its invocation bounds it.
+		"LONGRUN_RECORDER_RUN_BUDGET=15s",
 	}
 	if l := opts.Leases; l != nil {
 		env = append(env, "LONGRUN_LEASE_DISPATCH="+l.Dispatch.String(), "LONGRUN_LEASE_CHECK="+l.Check.String(),
@@ -527,6 +549,13 @@ func (s *Stack) functionEnv(opts Options) []string {
 	if opts.TypesFile != "" {
 		env = append(env, "LONGRUN_TYPES_FILE="+opts.TypesFile)
 	}
+	if opts.TraceFile != "" {
+		file := opts.TraceFile
+		if abs, err := filepath.Abs(file); err == nil {
+			file = abs // the processes' working directory is not the caller's
+		}
+		env = append(env, "LONGRUN_TRACING=file", "LONGRUN_TRACE_FILE="+file)
+	}
 	return env
 }
 
@@ -537,8 +566,9 @@ func (s *Stack) startFunctions(ctx context.Context, fns []function, bin string, 
 	env := s.functionEnv(opts)
 	var procs []*process
 	for _, f := range fns {
-		// Each function polls kumo's Runtime API under its own name.
-		fenv := append([]string{"AWS_LAMBDA_RUNTIME_API=" + EdgeAddr + "/_runtime/" + f.name}, env...)
+		// Each function polls kumo's Runtime API under its own name, and its AWS SDK names it
+		// in the User-Agent (app/<name>), so the edge can tell whose calls it sees (Meter).
+		fenv := append([]string{"AWS_LAMBDA_RUNTIME_API=" + EdgeAddr + "/_runtime/" + f.name, "AWS_SDK_UA_APP_ID=" + f.name}, env...)
 		p := &process{f: f, path: filepath.Join(bin, f.name), env: fenv, out: opts.Output}
 		if err := p.start(); err != nil {
 			return err

@@ -15,12 +15,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
 	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
+	"github.com/longrun-dev/longrun/internal/core/tracelink"
 )
 
 // Executor runs an operation's workflow. Executions are named after the operation id, which
@@ -61,6 +64,9 @@ type Input struct {
 	// CorrelationID is the operation's (operation.Admission.CorrelationID), for the
 	// execution's history; the recorder reads it from the operation.
 	CorrelationID string `json:"correlationId,omitempty"`
+	// Traceparent is the W3C traceparent of the dispatcher's span, for the recorder's spans
+	// to link to (internal/core/tracelink); absent when tracing is off.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Metrics is where the dispatcher counts what it did (the functions give it internal/aws/emf;
@@ -82,6 +88,9 @@ type Dispatcher struct {
 	Accepted func(events.DynamoDBEventRecord) (id string, ok bool)
 	// Metrics hears of dispatch lag and dead letters; nil counts nothing (optional).
 	Metrics Metrics
+	// Tracer starts a span per Dispatch, linked to the admission's; nil traces nothing
+	// (optional).
+	Tracer trace.Tracer
 }
 
 func (d *Dispatcher) metric(name, unit string, value float64, dims ...string) {
@@ -118,7 +127,19 @@ func New(d Dispatcher) (*Dispatcher, error) {
 // settled, outcome_unknown) belongs to the workflow, the recorder, the reconciler or an
 // operator, and the call changes nothing: a redelivered record must never cancel or stop
 // work that a step may be doing.
-func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
+func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
+	// A link, not a parent: the admission's trace ended long ago, and a stream batch
+	// dispatches several operations under one invocation. The link is added once the
+	// operation is read (the stream record names only its id).
+	ctx, span := tracelink.Start(ctx, d.Tracer, "dispatch", "", tracelink.AttrOperationID.String(id))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "dispatch failed")
+		}
+		span.End()
+	}()
+	linked := false
 	var started string // the execution this call started or found, if any
 	var lag time.Duration
 	var typeName string
@@ -126,6 +147,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
 		recorded = false
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
+		if !linked {
+			linked = tracelink.AddLink(span, op.Traceparent)
+		}
 		switch {
 		case op.State == operation.Cancelling && untouched(op):
 			// Cancellation intent with nothing dispatched or started (a bare cancel_requested;
@@ -142,7 +166,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) error {
 			return []operation.Fact{f}, nil
 		}
 		if started == "" {
-			input, _ := json.Marshal(Input{OperationID: op.ID, CorrelationID: op.CorrelationID})
+			span.SetAttributes(tracelink.AttrOperationType.String(op.Type))
+			input, _ := json.Marshal(Input{OperationID: op.ID, CorrelationID: op.CorrelationID, Traceparent: tracelink.Traceparent(ctx)})
 			ref, err := d.Executor.Start(ctx, typ.Worker, op.ID, input)
 			if err != nil && !errors.Is(err, ErrAlreadyStarted) {
 				return nil, err

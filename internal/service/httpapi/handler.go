@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/ids"
@@ -25,6 +28,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
+	"github.com/longrun-dev/longrun/internal/core/tracelink"
 )
 
 // Admitter admits operations.
@@ -100,6 +104,10 @@ type Handler struct {
 	Log          *slog.Logger
 	// Metrics counts admissions by outcome; nil counts nothing.
 	Metrics Metrics
+	// Tracer starts a span per request (method, route, status, operation id, an
+	// admission's outcome; never a body, key or token), linked to the caller's traceparent;
+	// an admission records the span's traceparent with the operation. nil traces nothing.
+	Tracer trace.Tracer
 }
 
 func (h *Handler) count(name string, value float64, dims ...string) {
@@ -123,7 +131,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) 
 	requestID := h.NewRequestID()
 	// The request's correlation id; an operation the request is about brings its own
 	// (admission records this one in the operation it creates).
-	ctx = logctx.With(ctx, logctx.Fields{RequestID: requestID, CorrelationID: CorrelationID(headerValues(ev, "traceparent"), requestID)})
+	traceparent := headerValues(ev, "traceparent")
+	ctx = logctx.With(ctx, logctx.Fields{RequestID: requestID, CorrelationID: CorrelationID(traceparent, requestID)})
+	ctx, span := h.startSpan(ctx, ev, traceparent)
 	log := h.Log.With("request_id", requestID, "method", ev.HTTPMethod, "path", ev.Path)
 	if ev.RequestContext.RequestID != "" {
 		log = log.With("apigw_request_id", ev.RequestContext.RequestID) // logs only, never a response
@@ -138,6 +148,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) 
 		}
 		out = finish(resp, requestID)
 		log.InfoContext(ctx, "request", "status", resp.status, "code", string(code), "operation_id", opID, "duration_ms", time.Since(start).Milliseconds())
+		endSpan(span, resp.status, code, opID)
 	}()
 
 	var err error
@@ -170,7 +181,9 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 		switch ev.HTTPMethod {
 		case http.MethodPost:
 			resp, id, err := h.admit(ctx, ev, scope)
-			h.count("Admissions", 1, "Outcome", AdmissionOutcome(resp.header.Get("Idempotent-Replayed") == "true", err))
+			outcome := AdmissionOutcome(resp.header.Get("Idempotent-Replayed") == "true", err)
+			h.count("Admissions", 1, "Outcome", outcome)
+			trace.SpanFromContext(ctx).SetAttributes(attrOutcome.String(outcome))
 			return resp, id, err
 		case http.MethodGet:
 			resp, err := h.list(ctx, ev, scope)
@@ -199,6 +212,74 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 		return resp, id, err
 	}
 	return response{}, "", errNoRoute(ev.HTTPMethod, path)
+}
+
+// attrOutcome is an admission's outcome on its request's span (the Admissions metric's).
+const attrOutcome = attribute.Key("longrun.admission.outcome")
+
+// startSpan starts the request's span: a server span named for the route, a child of the
+// invocation's, linked to the caller's trace when it sent exactly one traceparent.
+func (h *Handler) startSpan(ctx context.Context, ev events.APIGatewayProxyRequest, traceparent []string) (context.Context, trace.Span) {
+	if h.Tracer == nil {
+		return tracelink.Start(ctx, nil, "", "") // a span that records nothing
+	}
+	caller := ""
+	if len(traceparent) == 1 {
+		caller = strings.TrimSpace(traceparent[0])
+	}
+	route := routeOf(strings.TrimSuffix(ev.Path, "/"))
+	method := truncate(ev.HTTPMethod, 16)
+	attrs := []attribute.KeyValue{attribute.String("http.request.method", method)}
+	name := method
+	if name == "" {
+		name = "HTTP" // semantic conventions' name for a request of no known method
+	}
+	if route != "" {
+		attrs = append(attrs, attribute.String("http.route", route))
+		name += " " + route
+	}
+	return tracelink.Start(ctx, h.Tracer, name, caller, attrs...)
+}
+
+// endSpan ends a request's span with how it was answered; a 5xx is an error (a 4xx is the
+// caller's, so it is not).
+func endSpan(span trace.Span, status int, code problem.Code, opID string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", status))
+	if opID != "" {
+		span.SetAttributes(tracelink.AttrOperationID.String(opID))
+	}
+	if code != "" {
+		span.SetAttributes(attribute.String("longrun.problem.code", string(code)))
+	}
+	if status >= 500 {
+		span.SetStatus(codes.Error, string(code))
+	}
+	span.End()
+}
+
+// routeOf is the API's route template path belongs to, "" for none of them: span names
+// must not hold ids.
+func routeOf(path string) string {
+	switch {
+	case path == operationsPath, path == operationTypesPath:
+		return path
+	case strings.HasPrefix(path, operationTypesPath+"/"):
+		return operationTypesPath + "/{name}"
+	}
+	rest, ok := strings.CutPrefix(path, operationsPath+"/")
+	if !ok || rest == "" {
+		return ""
+	}
+	switch _, action, _ := strings.Cut(rest, "/"); action {
+	case "":
+		return operationsPath + "/{operationId}"
+	case "cancel", "resolve":
+		return operationsPath + "/{operationId}/" + action
+	}
+	return ""
 }
 
 // allowError is a 405: the problem, and the path's methods for the Allow header.
@@ -238,7 +319,7 @@ func (h *Handler) admit(ctx context.Context, ev events.APIGatewayProxyRequest, s
 	}
 	mt, params := mediaType(ev)
 	out, err := h.Admission.Admit(ctx, admission.Request{Scope: scope, Key: key, MediaType: mt, MediaParams: params,
-		Body: payload, BasePath: basePath(ev), CorrelationID: logctx.From(ctx).CorrelationID})
+		Body: payload, BasePath: basePath(ev), CorrelationID: logctx.From(ctx).CorrelationID, Traceparent: tracelink.Traceparent(ctx)})
 	if err != nil {
 		return response{}, "", err
 	}

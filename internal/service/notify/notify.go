@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -72,6 +73,12 @@ type Bus interface {
 	Publish(ctx context.Context, details [][]byte) (published int, err error)
 }
 
+// Metrics is where the notifier counts what it published (the functions give it
+// internal/aws/emf; docs/observability.md lists the metrics). dims are name, value pairs.
+type Metrics interface {
+	Add(name, unit string, value float64, dims ...string)
+}
+
 // Notifier is the stream consumer, and the republisher of an operation's events.
 type Notifier struct {
 	Bus Bus
@@ -82,6 +89,18 @@ type Notifier struct {
 	// needs it.
 	Facts func(ctx context.Context, id string) ([]operation.Fact, error)
 	Log   *slog.Logger
+	// Metrics hears of the stream path's events published and failures to publish; nil
+	// counts nothing.
+	Metrics Metrics
+	// Now is the clock of the notify lag (the change's instant → published); nil measures
+	// no lag.
+	Now func() time.Time
+}
+
+func (n *Notifier) metric(name, unit string, value float64, dims ...string) {
+	if n.Metrics != nil {
+		n.Metrics.Add(name, unit, value, dims...)
+	}
 }
 
 // DetailOf builds the detail of a state change.
@@ -144,10 +163,24 @@ func (n *Notifier) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (e
 		for _, seq := range sequences[published:] {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
 		}
+		n.metric("PublishFailures", "Count", float64(len(changes)-published))
+	}
+	var now time.Time
+	if n.Now != nil {
+		now = n.Now()
 	}
 	for _, c := range changes[:published] {
 		n.Log.InfoContext(logctx.With(ctx, logctx.Fields{OperationID: c.OperationID, CorrelationID: c.CorrelationID}),
 			"event published", "version", c.Version, "state", string(c.State))
+		// The representation's updatedAt is the instant its writer stamped the change's
+		// facts with, just before committing them: the lag is commit → published, retries
+		// included.
+		if at, err := time.Parse(operation.TimeFormat, c.Rep.UpdatedAt); err == nil && !now.IsZero() {
+			n.metric("NotifyLag", "Milliseconds", float64(max(now.Sub(at), 0).Milliseconds()))
+		}
+	}
+	if published > 0 {
+		n.metric("EventsPublished", "Count", float64(published))
 	}
 	n.Log.InfoContext(ctx, "published", "events", published)
 	return resp, nil

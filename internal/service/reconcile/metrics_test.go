@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/aws/emf"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/service/reconcile"
 	"github.com/longrun-dev/longrun/internal/testkit/emftest"
 )
 
@@ -46,5 +48,87 @@ func TestRepairsAreCountedByAction(t *testing.T) {
 	}
 	if len(repairs) != 2 || repairs["dispatched"] != 1 || repairs["rescheduled"] != 1 || len(waiting) != 1 || waiting[0] != 0 {
 		t.Fatalf("repairs %v, waiting %v\n%s", repairs, waiting, buf.String())
+	}
+}
+
+// Every outcome the reconciler records reports accept → outcome latency as the recorder's
+// do, by type and outcome; the steps run only when no step had started (after a start, a
+// step may have been in flight); outcome_unknown is counted on its own. A later run that
+// finds nothing to record reports no outcome again.
+func TestReconciledOutcomesAreMeasured(t *testing.T) {
+	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
+	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
+	f := newFixture(t)
+	var buf bytes.Buffer
+	enc, err := emf.New(&buf, "longrun-reconciler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc.Now, enc.OnError = f.clock.Now, func(err error) { t.Errorf("metric not written: %v", err) }
+	f.r.Metrics = enc
+
+	notStarted := f.started(false) // aborted before any step: failed
+	f.exec.Finish(notStarted, reconcile.Aborted, nil)
+	f.clock.Advance(time.Second)
+	inProgress := f.started(true) // aborted mid-way: outcome_unknown
+	f.exec.Finish(inProgress, reconcile.Aborted, nil)
+	f.clock.Advance(time.Second)
+	unrecorded := f.started(true) // succeeded, the outcome never recorded: succeeded
+	f.exec.Finish(unrecorded, reconcile.Succeeded, []byte(`{"operationId":"`+unrecorded+`","gate":{"decision":`+firstStep(unrecorded)+
+		`},"task":{"report":{"status":"succeeded","result":{}}}}`))
+	f.clock.Advance(time.Second)
+	cancelling := f.started(false) // cancelled, never stopping, nothing started: stopped as canceled
+	f.cancel(cancelling)
+	f.clock.Advance(leases.Check + time.Second)
+	if sum := f.run(); sum.Recorded != 3 || sum.Stopped != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	for id, want := range map[string]operation.State{notStarted: operation.Failed, inProgress: operation.OutcomeUnknown,
+		unrecorded: operation.Succeeded, cancelling: operation.Canceled} {
+		if got := f.load(id).State; got != want {
+			t.Fatalf("%s: %s, want %s", id, got, want)
+		}
+	}
+	f.clock.Advance(time.Hour)
+	f.run()
+
+	points, err := emftest.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{ name, outcome string }
+	got := map[key]emftest.Point{}
+	for _, p := range points {
+		if p.Name == "Repairs" || p.Name == "OutcomeUnknownWaiting" {
+			continue
+		}
+		if p.Dims["Type"] != "demo.task" || p.Dims["Service"] != "longrun-reconciler" {
+			t.Errorf("dimensions %+v", p)
+		}
+		k := key{p.Name, p.Dims["Outcome"]}
+		if _, dup := got[k]; dup {
+			t.Errorf("%v reported twice", k)
+		}
+		got[k] = p
+	}
+	want := map[key]struct {
+		unit  string
+		value float64
+	}{
+		{"OperationLatency", "failed"}:          {"Milliseconds", 24000},
+		{"StepsRun", "failed"}:                  {"Count", 0},
+		{"OperationLatency", "outcome_unknown"}: {"Milliseconds", 23000},
+		{"OutcomeUnknown", ""}:                  {"Count", 1},
+		{"OperationLatency", "succeeded"}:       {"Milliseconds", 22000},
+		{"OperationLatency", "canceled"}:        {"Milliseconds", 21000},
+		{"StepsRun", "canceled"}:                {"Count", 0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v\n%s", got, buf.String())
+	}
+	for k, w := range want {
+		if p, ok := got[k]; !ok || p.Unit != w.unit || p.Value != w.value {
+			t.Errorf("%v = %+v, want %v %v", k, p, w.value, w.unit)
+		}
 	}
 }

@@ -87,8 +87,27 @@ type Reconciler struct {
 }
 
 func (r *Reconciler) count(name string, value float64, dims ...string) {
+	r.metric(name, "Count", value, dims...)
+}
+
+func (r *Reconciler) metric(name, unit string, value float64, dims ...string) {
 	if r.Metrics != nil {
-		r.Metrics.Add(name, "Count", value, dims...)
+		r.Metrics.Add(name, unit, value, dims...)
+	}
+}
+
+// settled reports an outcome the reconciler recorded at at, as the recorder reports its
+// own (recorder.Recorder's settled), so accept → outcome latency covers every outcome. The
+// steps run are known only when none had started: after a start, a step may have been in
+// flight when the execution ended or was stopped, so its count is not reported.
+func (r *Reconciler) settled(op operation.Operation, kind operation.Kind, at time.Time) {
+	outcome := string(kind)
+	r.metric("OperationLatency", "Milliseconds", float64(max(at.Sub(op.CreatedAt), 0).Milliseconds()), "Type", op.Type, "Outcome", outcome)
+	if !op.Started {
+		r.metric("StepsRun", "Count", 0, "Type", op.Type, "Outcome", outcome)
+	}
+	if kind == operation.KindOutcomeUnknown {
+		r.metric("OutcomeUnknown", "Count", 1, "Type", op.Type)
 	}
 }
 
@@ -288,6 +307,9 @@ func (r *Reconciler) record(ctx context.Context, seen operation.Operation, f ope
 	res := result{action: "recorded", state: op.State}
 	if appended {
 		res.kind = f.Kind
+		if op.State.Terminal() || op.State == operation.OutcomeUnknown {
+			r.settled(op, f.Kind, f.At)
+		}
 	}
 	return res, nil
 }

@@ -25,13 +25,20 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/step"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // What a Decision tells the workflow to do next.
 const (
-	NextWork = "work" // invoke the worker with Request
+	NextWork = "work" // invoke the worker with Request (the workflow before Run, see Run)
 	NextWait = "wait" // wait WaitSeconds, then ask again
 	NextDone = "done" // the operation's outcome is recorded (or was settled elsewhere)
+	// NextContinue: Run had no time left in its invocation for step Request.Step; call it
+	// again at once.
+	NextContinue = "continue"
+	// NextUnrecorded: Run could not record how step Request.Step ended; Task or Error is its
+	// end, for the reconciler (the workflow ends in its Unrecorded state).
+	NextUnrecorded = "unrecorded"
 )
 
 // Decision is the recorder's answer to the workflow.
@@ -43,13 +50,18 @@ type Decision struct {
 	ResumeAt           string        `json:"resumeAt,omitempty"`
 	StepTimeoutSeconds int           `json:"stepTimeoutSeconds,omitempty"`
 	Request            *step.Request `json:"request,omitempty"`
+	// Task and Error are the end of the step that could not be recorded (NextUnrecorded).
+	Task  *Task      `json:"task,omitempty"`
+	Error *TaskError `json:"error,omitempty"`
 }
 
 // Input is the workflow's state as the recorder receives it: the execution's input
 // (operationId) on the first call; after that, its own last decision under gate, the
 // worker's answer under task, and a caught error under error.
 type Input struct {
-	OperationID string     `json:"operationId"`
+	OperationID string `json:"operationId"`
+	// Traceparent is the dispatcher's span, which the recorder's spans link to.
+	Traceparent string     `json:"traceparent,omitempty"`
 	Gate        *Gate      `json:"gate,omitempty"`
 	Task        *Task      `json:"task,omitempty"`
 	Error       *TaskError `json:"error,omitempty"`
@@ -78,6 +90,16 @@ func (in Input) last() *Decision {
 	return in.Gate.Decision
 }
 
+// unrecorded is in as the workflow before Run held a step's end, when Run handed one over
+// unrecorded: the decision that sent the worker the request, and the step's end.
+func (in Input) unrecorded() Input {
+	if d := in.last(); d != nil && d.Next == NextUnrecorded && d.Request != nil {
+		return Input{OperationID: in.OperationID, Gate: &Gate{Decision: &Decision{Next: NextWork, Request: d.Request}},
+			Task: d.Task, Error: d.Error}
+	}
+	return in
+}
+
 // ran is the step whose end in reports, 0 when none: the last decision sent the worker a
 // request, and the workflow has been back since.
 func (in Input) ran() *step.Request {
@@ -103,6 +125,14 @@ type Recorder struct {
 	Log    *slog.Logger
 	// Metrics hears of every outcome recorded; nil counts nothing.
 	Metrics Metrics
+	// Invoker invokes the workers for Run.
+	Invoker Invoker
+	// Tracer starts a span per Run, linked to the dispatcher's; nil traces nothing.
+	Tracer trace.Tracer
+	// RunBudget bounds how long one Run goes on starting steps (0: as long as its
+	// invocation has room). The local stack sets it under its emulator's 30 s limit on a
+	// Lambda task.
+	RunBudget time.Duration
 }
 
 func (r *Recorder) metric(name, unit string, value float64, dims ...string) {
@@ -217,6 +247,7 @@ func fail(kind operation.Kind, code, title, detail string) end {
 // reading an execution that could not record it (the Unrecorded state); ok is false when in
 // holds no step's end, or one that asked to continue.
 func Outcome(in Input) (f operation.Fact, ok bool) {
+	in = in.unrecorded()
 	req := in.ran()
 	if req == nil {
 		if in.Error == nil && in.Task == nil {
@@ -239,6 +270,7 @@ func Unrecorded(in Input, cancelRequested bool) (f operation.Fact, ok bool) {
 	if f, ok := Outcome(in); ok {
 		return f, true
 	}
+	in = in.unrecorded()
 	req := in.ran()
 	if req == nil || in.Task == nil {
 		return operation.Fact{}, false
@@ -255,18 +287,32 @@ func Unrecorded(in Input, cancelRequested bool) (f operation.Fact, ok bool) {
 // next. It is safe to call again with the same input (the workflow retries it): a fact
 // already recorded is not recorded twice, and a decision is made from the facts as they are.
 func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
+	d, _, err := r.handle(ctx, in, pace{})
+	return d, err
+}
+
+// pace is how Run paces the steps it runs in one invocation: fits says whether a step of
+// that stepTimeout still fits in the invocation (nil: it does); quiet holds back a progress
+// fact when another step runs at once (its progress is recorded with a later fact).
+type pace struct {
+	fits  func(stepTimeout time.Duration) bool
+	quiet bool
+}
+
+// handle is Handle paced; progressed reports whether it recorded a progress fact.
+func (r *Recorder) handle(ctx context.Context, in Input, p pace) (_ Decision, progressed bool, _ error) {
 	id := in.OperationID
 	var next step.Request
 	var resumeAt time.Time
 	if req := in.ran(); req != nil {
 		id, next = req.OperationID, *req
 	} else if d := in.last(); d != nil && d.Request != nil {
-		id, next = d.Request.OperationID, *d.Request // after a pause: the request it was for
+		id, next = d.Request.OperationID, *d.Request // after a pause or a continue: the request it was for
 		next.Step--                                  // gate() moves on to it again
 		resumeAt, _ = time.Parse(operation.TimeFormat, d.ResumeAt)
 	}
 	if id == "" {
-		return Decision{}, errors.New("recorder: the workflow state names no operation")
+		return Decision{}, false, errors.New("recorder: the workflow state names no operation")
 	}
 	ctx = logctx.With(ctx, logctx.Fields{OperationID: id})
 	var e end
@@ -296,6 +342,10 @@ func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
 			if _, err := operation.Next(op.State, e.fact.Kind); err != nil {
 				return nil, nil // a late result never overwrites a decision
 			}
+			if e.fact.Progress == nil && next.Step > 1 && (op.Progress == nil || op.Progress.CompletedSteps < next.Step-1) {
+				// the steps before it completed, and a paced Run held their progress back
+				e.fact.Progress = &operation.Progress{CompletedSteps: next.Step - 1}
+			}
 			add(*e.fact)
 			recorded = e.fact
 			return out, nil
@@ -308,26 +358,31 @@ func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
 			progress = progressAfter(next.Step, e.cont.Progress)
 		}
 		f, d := r.gate(op, next, e.cont, resumeAt, now)
+		if f == nil && d.Next == NextWork && p.fits != nil && !p.fits(time.Duration(d.StepTimeoutSeconds)*time.Second) {
+			d.Next = NextContinue
+		}
+		progressed = false
 		switch {
 		case f != nil: // the work stops here: one fact says so, and how far it came
 			f.Progress = progress
 			add(*f)
 			recorded = f
-		case progress != nil:
+		case progress != nil && !(p.quiet && d.Next == NextWork):
 			add(operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, Progress: progress})
+			progressed = true
 		}
 		decision = d
 		return out, nil
 	})
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, false, err
 	}
 	if recorded != nil {
 		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", recorded.Kind, "state", op.State,
 			"steps", next.Step)
 		r.settled(op, recorded.Kind, next.Step, recordedAt)
 	}
-	return decision, nil
+	return decision, progressed, nil
 }
 
 // gate decides whether step last.Step+1 may run, and builds its request. It stops the work

@@ -1,0 +1,79 @@
+package construct_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/construct"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
+)
+
+// Longrun's functions are sized by internal/aws/sizing, the table the cost model prices,
+// except the recorder's timeout: it waits for each step within its own invocation, so it
+// is the longest stepTimeout served plus a minute (at least a minute, at most Lambda's 15).
+func TestFunctionsAreSizedBySizing(t *testing.T) {
+	sizes := sizing.Functions()
+	for _, tc := range []struct {
+		name     string
+		types    string
+		worker   time.Duration
+		recorder float64 // seconds
+	}{
+		{"the team's types (5m steps)", "testdata/team.types.yaml", 5 * time.Minute, 360},
+		{"the longest step allowed (14m)", "testdata/longest-step.types.yaml", 14 * time.Minute, 900},
+		{"the built-in types (1m steps)", "", time.Minute, 120},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newApp(t)
+			workers := map[string]awslambda.IFunction{"export-orders": a.pythonWorker("ExportOrders", tc.worker)}
+			if tc.types != "" {
+				workers = map[string]awslambda.IFunction{"provisioner": a.pythonWorker("Provisioner", tc.worker)}
+				if strings.Contains(tc.types, "team") {
+					workers["mailer"] = awslambda.Function_FromFunctionArn(a.stack, jsii.String("Mailer"), jsii.String(mailerArn))
+				}
+			}
+			construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: tc.types, CodeDir: codeDir(), Workers: workers})
+			tpl := a.template(t)
+			for _, f := range longrunFunctions {
+				_, props := tpl.function(t, "longrun-dev-"+f)
+				want := sizes[f]
+				timeout := want.Timeout.Seconds()
+				if f == sizing.Recorder {
+					timeout = tc.recorder
+					if got := sizing.RecorderTimeout(tc.worker).Seconds(); got != tc.recorder {
+						t.Errorf("sizing.RecorderTimeout(%s) = %vs, want %vs", tc.worker, got, tc.recorder)
+					}
+				}
+				var reserved any
+				if want.Reserved > 0 {
+					reserved = float64(want.Reserved)
+				}
+				if props["MemorySize"] != float64(want.MemoryMB) || props["Timeout"] != timeout || props["ReservedConcurrentExecutions"] != reserved {
+					t.Errorf("%s: %v MB, %vs, reserved %v; want %d MB, %vs, reserved %v", f, props["MemorySize"], props["Timeout"],
+						props["ReservedConcurrentExecutions"], want.MemoryMB, timeout, reserved)
+				}
+			}
+		})
+	}
+}
+
+// A step longer than the recorder can wait for stops synthesis, and WorkerTimeouts says so
+// too (a team sizes its workers with it before New).
+func TestStepsTheRecorderCannotWaitForAreRefused(t *testing.T) {
+	const want = `testdata/too-long-step.types.yaml: type "provision.environment": stepTimeout 14m30s is longer than 14m0s`
+	a := newApp(t)
+	msg := mustPanic(t, func() {
+		construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: "testdata/too-long-step.types.yaml", CodeDir: codeDir(),
+			Workers: map[string]awslambda.IFunction{"provisioner": a.pythonWorker("Provisioner", 15*time.Minute)}})
+	})
+	if !strings.Contains(msg, want) || !strings.Contains(msg, "the recorder waits for each step within its own Lambda invocation") {
+		t.Errorf("panic %q, want %q", msg, want)
+	}
+	if _, err := construct.WorkerTimeouts("testdata/too-long-step.types.yaml", false); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("WorkerTimeouts: %v", err)
+	}
+}

@@ -1,0 +1,109 @@
+// Package lambdainvoke invokes a worker's Lambda function for one step, for the recorder
+// (internal/service/recorder), and says how an invocation failed in the protocol's terms
+// (step.InvokeError). It retries only what Lambda refused before the function ran; an
+// invocation that may have reached the function is never sent again from here: the
+// recorder decides what its failure means.
+package lambdainvoke
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/smithy-go"
+
+	"github.com/longrun-dev/longrun/internal/core/step"
+)
+
+// refused are the Lambda errors of an invocation that never reached the function, which
+// are safe to send again (Step Functions' recommended retry list for Lambda tasks, less
+// the ambiguous ones).
+var refused = retry.RetryableErrorCode{Codes: map[string]struct{}{
+	"TooManyRequestsException":             {},
+	"EC2ThrottledException":                {},
+	"ResourceNotReadyException":            {},
+	"ResourceConflictException":            {},
+	"CodeStorageExceededException":         {},
+	"SubnetIPAddressLimitReachedException": {},
+}}
+
+// Invoker invokes worker functions.
+type Invoker struct {
+	client *lambda.Client
+}
+
+// New returns an Invoker on cfg whose SDK retries only refused invocations (three
+// attempts, jittered backoff) and never a connection that broke after the request was sent.
+func New(cfg aws.Config, optFns ...func(*lambda.Options)) *Invoker {
+	retryer := func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = 3
+			o.Retryables = []retry.IsErrorRetryable{refused}
+		})
+	}
+	opts := append([]func(*lambda.Options){func(o *lambda.Options) { o.Retryer = retryer() }}, optFns...)
+	return &Invoker{client: lambda.NewFromConfig(cfg, opts...)}
+}
+
+// functionError is the payload Lambda returns when the function failed.
+type functionError struct {
+	ErrorType    string `json:"errorType"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// Invoke invokes function with payload and waits for its answer at most timeout. A
+// function that failed, one that ran out of its own timeout, a throttled invocation and
+// an answer that did not come in time are *step.InvokeError.
+func (i *Invoker) Invoke(ctx context.Context, function string, payload []byte, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out, err := i.client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(function), Payload: payload})
+	if err != nil {
+		return nil, classify(ctx, err)
+	}
+	if out.FunctionError != nil {
+		var fe functionError
+		_ = json.Unmarshal(out.Payload, &fe)
+		return nil, functionFailure(aws.ToString(out.FunctionError), fe)
+	}
+	return out.Payload, nil
+}
+
+// functionFailure names a failed function's error: a function that ran out of its own
+// timeout is the step's timeout, whichever way the runtime words it.
+func functionFailure(kind string, fe functionError) *step.InvokeError {
+	if fe.ErrorType == "Sandbox.Timedout" || strings.Contains(fe.ErrorMessage, "Task timed out") {
+		return &step.InvokeError{Name: step.ErrTimeout, Cause: fe.ErrorMessage}
+	}
+	name := fe.ErrorType
+	if name == "" {
+		name = "Lambda.Unknown" // as Step Functions names a failure without a type
+	}
+	if kind != "" && kind != "Unhandled" && kind != "Handled" {
+		name = kind
+	}
+	return &step.InvokeError{Name: name, Cause: fe.ErrorMessage}
+}
+
+func classify(ctx context.Context, err error) *step.InvokeError {
+	var api smithy.APIError
+	var resp *awshttp.ResponseError
+	switch {
+	case ctx.Err() != nil:
+		return &step.InvokeError{Name: step.ErrTimeout, Cause: "no answer within the step's timeout"}
+	case errors.As(err, &api) && errors.As(err, &resp) && resp.HTTPStatusCode() < 500:
+		// A 4xx answer (throttled, no such function, payload too large, …) is a refusal:
+		// the function did not run.
+		return &step.InvokeError{Name: step.ErrNotInvoked, Cause: api.ErrorCode() + ": " + api.ErrorMessage()}
+	case errors.As(err, &api):
+		return &step.InvokeError{Name: "Lambda." + api.ErrorCode(), Cause: api.ErrorMessage()}
+	default:
+		return &step.InvokeError{Name: "Lambda.SdkClientException", Cause: err.Error()}
+	}
+}

@@ -1,0 +1,109 @@
+package lambdainvoke_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/longrun-dev/longrun/internal/aws/lambdainvoke"
+	"github.com/longrun-dev/longrun/internal/core/step"
+)
+
+// lambdaAPI answers Invoke as Lambda does, as the test says: a fault injector; the e2e suite
+// proves invocations through the emulator.
+func lambdaAPI(t *testing.T, answer func(w http.ResponseWriter, body []byte)) (*lambdainvoke.Invoker, *atomic.Int32) {
+	t.Helper()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		body, _ := io.ReadAll(r.Body)
+		answer(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("k", "s", "")}
+	return lambdainvoke.New(cfg, func(o *lambda.Options) {
+		o.BaseEndpoint = aws.String(srv.URL)
+	}), &calls
+}
+
+func invokeErr(t *testing.T, err error) *step.InvokeError {
+	t.Helper()
+	var ie *step.InvokeError
+	if !errors.As(err, &ie) {
+		t.Fatalf("want a *step.InvokeError, got %T %v", err, err)
+	}
+	return ie
+}
+
+func TestAnswerIsThePayload(t *testing.T) {
+	inv, calls := lambdaAPI(t, func(w http.ResponseWriter, body []byte) {
+		if string(body) != `{"step":1}` {
+			t.Errorf("payload %s", body)
+		}
+		_, _ = w.Write([]byte(`{"status":"succeeded"}`))
+	})
+	out, err := inv.Invoke(context.Background(), "worker-x", []byte(`{"step":1}`), time.Minute)
+	if err != nil || string(out) != `{"status":"succeeded"}` || calls.Load() != 1 {
+		t.Fatalf("%s %v after %d calls", out, err, calls.Load())
+	}
+}
+
+// A function error is the step's failure, named by its errorType, and never sent again.
+func TestFunctionErrorsAreNotRetried(t *testing.T) {
+	inv, calls := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) {
+		w.Header().Set("X-Amz-Function-Error", "Unhandled")
+		_, _ = w.Write([]byte(`{"errorType":"errorString","errorMessage":"boom"}`))
+	})
+	_, err := inv.Invoke(context.Background(), "worker-x", []byte(`{}`), time.Minute)
+	if ie := invokeErr(t, err); ie.Name != "errorString" || ie.Cause != "boom" || calls.Load() != 1 {
+		t.Fatalf("%+v after %d calls", ie, calls.Load())
+	}
+	timedOut, _ := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) {
+		w.Header().Set("X-Amz-Function-Error", "Unhandled")
+		_, _ = w.Write([]byte(`{"errorType":"Sandbox.Timedout","errorMessage":"RequestId: 1 Error: Task timed out after 2.00 seconds"}`))
+	})
+	_, err = timedOut.Invoke(context.Background(), "worker-x", []byte(`{}`), time.Minute)
+	if ie := invokeErr(t, err); ie.Name != step.ErrTimeout {
+		t.Fatalf("a function that ran out of its timeout is the step's timeout: %+v", ie)
+	}
+}
+
+// A throttled invocation never ran: it is retried, and when Lambda keeps refusing it is
+// not invoked at all. A 5xx may have reached the function: never retried.
+func TestOnlyRefusalsAreRetried(t *testing.T) {
+	inv, calls := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) {
+		w.Header().Set("X-Amzn-Errortype", "TooManyRequestsException")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write([]byte(`{"Type":"User","message":"Rate Exceeded."}`))
+	})
+	_, err := inv.Invoke(context.Background(), "worker-x", []byte(`{}`), time.Minute)
+	if ie := invokeErr(t, err); ie.Name != step.ErrNotInvoked || calls.Load() != 3 {
+		t.Fatalf("%+v after %d calls; want not invoked after 3", ie, calls.Load())
+	}
+	broken, calls5 := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) {
+		w.Header().Set("X-Amzn-Errortype", "ServiceException")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"message":"internal"}`))
+	})
+	_, err = broken.Invoke(context.Background(), "worker-x", []byte(`{}`), time.Minute)
+	if ie := invokeErr(t, err); ie.Name != "Lambda.ServiceException" || calls5.Load() != 1 {
+		t.Fatalf("%+v after %d calls; want one call", ie, calls5.Load())
+	}
+}
+
+func TestNoAnswerInTimeIsTheStepsTimeout(t *testing.T) {
+	inv, _ := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) { time.Sleep(500 * time.Millisecond) })
+	_, err := inv.Invoke(context.Background(), "worker-x", []byte(`{}`), 50*time.Millisecond)
+	if ie := invokeErr(t, err); ie.Name != step.ErrTimeout {
+		t.Fatalf("%+v", ie)
+	}
+}

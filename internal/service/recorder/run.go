@@ -1,0 +1,157 @@
+package recorder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/longrun-dev/longrun/internal/core/step"
+	"github.com/longrun-dev/longrun/internal/core/tracelink"
+)
+
+// Invoker invokes a worker's function for one step and returns its answer, or how the
+// invocation failed (*step.InvokeError); it waits at most timeout, the step's stepTimeout,
+// as the workflow's Task state did when it invoked the worker (on AWS the worker's own
+// function timeout, the same stepTimeout, usually ends it first: a step_timeout either way). internal/aws/lambdainvoke
+// is the one on AWS.
+type Invoker interface {
+	Invoke(ctx context.Context, function string, payload []byte, timeout time.Duration) ([]byte, error)
+}
+
+// Call is what the workflow's Run state sends: its state, and the function of the type's
+// worker.
+type Call struct {
+	State  Input  `json:"state"`
+	Worker string `json:"worker"`
+}
+
+// ProgressEvery is how often a Run records the progress of steps that go on at once: a
+// step that completes sooner after the last progress fact leaves its progress to the next
+// fact, so fast steps do not cost a write and an event each.
+const ProgressEvery = time.Second
+
+// recordReserve is the time a Run keeps, after a step's stepTimeout, to record its end.
+const recordReserve = 20 * time.Second
+
+// Serve answers the workflow: a Run call (the state and the worker) runs steps; the state
+// alone is the workflow before Run, which invoked the worker itself between calls (an
+// execution started before an upgrade), and is answered as then.
+func (r *Recorder) Serve(ctx context.Context, raw json.RawMessage) (Decision, error) {
+	var probe struct {
+		State  json.RawMessage `json:"state"`
+		Worker string          `json:"worker"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return Decision{}, err
+	}
+	if probe.Worker == "" {
+		var in Input
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return Decision{}, err
+		}
+		return r.Handle(ctx, in)
+	}
+	var call Call
+	if err := json.Unmarshal(raw, &call); err != nil {
+		return Decision{}, err
+	}
+	return r.Run(ctx, call)
+}
+
+// Run runs the operation's steps: before each it gates (intent, the deadline, maxSteps, as
+// Handle does), then invokes the worker and records how the step ended, and goes on to the
+// next step itself. It returns to the workflow when the work is done or stopped, when the
+// worker asked to wait, or when its invocation (ctx's deadline, and RunBudget) has no room
+// for another step's stepTimeout. The first step of a Run always runs: the deployment gives
+// the recorder room for the longest step (sizing.RecorderTimeout).
+//
+// Delivery stays at least once: a Run that fails is retried by the workflow from the state
+// the workflow holds, so the steps it had run since are run again (the protocol's
+// deduplication identity, operation id and step, makes that safe); facts already recorded
+// are not recorded twice.
+func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
+	ctx, span := tracelink.Start(ctx, r.Tracer, "run", call.State.Traceparent, tracelink.AttrOperationID.String(call.State.OperationID))
+	steps := 0
+	defer func() {
+		span.SetAttributes(attribute.Int("longrun.steps", steps))
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "run failed")
+		}
+		span.End()
+	}()
+	start := r.Now()
+	lastProgress := start
+	in := call.State
+	for ran := 0; ; ran++ {
+		p := pace{quiet: r.Now().Sub(lastProgress) < ProgressEvery}
+		if ran > 0 {
+			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, start, stepTimeout) }
+		}
+		d, progressed, err := r.handleRetrying(ctx, in, p)
+		if err != nil {
+			if req := in.ran(); req != nil && ran > 0 {
+				// The step's end is only in this invocation: hand it to the workflow, which
+				// ends in Unrecorded with it, for the reconciler.
+				r.Log.ErrorContext(ctx, "step end not recorded", "operation_id", req.OperationID, "step", req.Step, "error", err)
+				return Decision{Next: NextUnrecorded, Request: req, Task: in.Task, Error: in.Error}, nil
+			}
+			return Decision{}, err
+		}
+		if progressed {
+			lastProgress = r.Now()
+		}
+		if d.Next != NextWork {
+			return d, nil
+		}
+		payload, err := json.Marshal(d.Request)
+		if err != nil {
+			return Decision{}, err
+		}
+		steps++
+		out, err := r.Invoker.Invoke(ctx, call.Worker, payload, time.Duration(d.StepTimeoutSeconds)*time.Second)
+		next := Input{OperationID: in.OperationID, Gate: &Gate{Decision: &d}}
+		var ie *step.InvokeError
+		switch {
+		case err == nil:
+			next.Task = &Task{Report: out}
+		case errors.As(err, &ie):
+			next.Error = &TaskError{Error: ie.Name, Cause: truncate(ie.Cause, 300)}
+		default:
+			next.Error = &TaskError{Error: "Lambda.Unknown", Cause: truncate(err.Error(), 300)}
+		}
+		in = next
+	}
+}
+
+// fits says whether a step of stepTimeout, and the recording after it, fit in what is left
+// of the invocation (ctx's deadline) and of RunBudget since the Run started.
+func (r *Recorder) fits(ctx context.Context, start time.Time, stepTimeout time.Duration) bool {
+	if r.RunBudget > 0 && r.Now().Sub(start) >= r.RunBudget {
+		return false
+	}
+	deadline, ok := ctx.Deadline() // the runtime's: wall-clock time
+	return !ok || time.Until(deadline) >= stepTimeout+recordReserve
+}
+
+// handleRetrying is handle, tried again a few times when the store fails: a step's end
+// that cannot be recorded now is lost to the next Run.
+func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (Decision, bool, error) {
+	wait := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		d, progressed, err := r.handle(ctx, in, p)
+		if err == nil || attempt == 4 || in.ran() == nil {
+			return d, progressed, err
+		}
+		select {
+		case <-ctx.Done():
+			return d, progressed, err
+		case <-time.After(wait):
+		}
+		wait *= 4
+	}
+}

@@ -1,0 +1,271 @@
+package recorder_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/step"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
+	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
+)
+
+// script is a worker for Run's tests: step n answers answers[n-1] (a report, or an error)
+// after taking `takes` on the test's clock, and every request is kept.
+type script struct {
+	mu       sync.Mutex
+	answers  []any // string report, or error
+	takes    time.Duration
+	clock    *clock
+	requests []step.Request
+	during   func(n int) // runs while step n is in flight
+	function string
+	timeouts []time.Duration
+}
+
+func (s *script) Invoke(_ context.Context, function string, payload []byte, timeout time.Duration) ([]byte, error) {
+	var req step.Request
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	s.function = function
+	s.timeouts = append(s.timeouts, timeout)
+	s.mu.Unlock()
+	if s.during != nil {
+		s.during(req.Step)
+	}
+	s.clock.Add(s.takes)
+	if req.Step > len(s.answers) {
+		return nil, fmt.Errorf("step %d was not scripted", req.Step)
+	}
+	switch a := s.answers[req.Step-1].(type) {
+	case error:
+		return nil, a
+	default:
+		return []byte(a.(string)), nil
+	}
+}
+
+func (f *fixture) run(s *script, state recorder.Input) recorder.Decision {
+	f.t.Helper()
+	s.clock = f.clock
+	f.rec.Invoker = s
+	d, err := f.rec.Run(context.Background(), recorder.Call{State: state, Worker: "arn:aws:lambda:us-east-1:123456789012:function:worker-test-poll"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d
+}
+
+// One Run runs every step: the workflow is called once, whatever the steps, and the
+// carried state goes from each step to the next in the recorder's hands.
+func TestRunRunsTheStepsInOneInvocation(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		id := f.newOp()
+		s := &script{answers: []any{
+			`{"status":"continue","state":{"cursor":1},"progress":{"totalSteps":3}}`,
+			`{"status":"continue","state":{"cursor":2}}`,
+			`{"status":"succeeded","result":{"rows":3},"progress":{"totalSteps":3}}`,
+		}}
+		d := f.run(s, recorder.Input{OperationID: id})
+		op := f.load(id)
+		if d.Next != recorder.NextDone || op.State != operation.Succeeded || string(op.Result) != `{"rows":3}` {
+			t.Fatalf("decision %+v, %s %s", d, op.State, op.Result)
+		}
+		if len(s.requests) != 3 || string(s.requests[1].State) != `{"cursor":1}` || string(s.requests[2].State) != `{"cursor":2}` ||
+			s.requests[2].Step != 3 || s.function != "arn:aws:lambda:us-east-1:123456789012:function:worker-test-poll" {
+			t.Fatalf("requests %+v to %s", s.requests, s.function)
+		}
+		if s.timeouts[0] != 30*time.Second {
+			t.Fatalf("the worker is waited for its stepTimeout, not %v", s.timeouts[0])
+		}
+		// Fast steps write no progress of their own: accepted, started, succeeded.
+		if op.Version != 3 || op.Progress == nil || op.Progress.CompletedSteps != 3 {
+			t.Fatalf("facts %d, progress %+v; want 3 facts and 3 completed steps", op.Version, op.Progress)
+		}
+	})
+}
+
+// Steps slower than ProgressEvery record their progress as they complete.
+func TestRunRecordsTheProgressOfSlowSteps(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	var seen []int
+	s := &script{takes: 2 * recorder.ProgressEvery, answers: []any{
+		`{"status":"continue","progress":{"totalSteps":3,"message":"one"}}`,
+		`{"status":"continue","progress":{"totalSteps":3,"message":"two"}}`,
+		`{"status":"succeeded"}`,
+	}}
+	s.during = func(n int) {
+		if op := f.load(id); op.Progress != nil {
+			seen = append(seen, op.Progress.CompletedSteps)
+		} else {
+			seen = append(seen, 0)
+		}
+	}
+	if d := f.run(s, recorder.Input{OperationID: id}); d.Next != recorder.NextDone {
+		t.Fatalf("decision %+v", d)
+	}
+	if fmt.Sprint(seen) != "[0 1 2]" || f.load(id).Version != 5 {
+		t.Fatalf("progress seen during the steps %v, facts %d; want [0 1 2] and 5", seen, f.load(id).Version)
+	}
+}
+
+// Intent is checked before every step a Run runs: a cancel during step 2 stops the work
+// before step 3, and a failing step records no more steps.
+func TestRunGatesEveryStep(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	s := &script{answers: []any{`{"status":"continue"}`, `{"status":"continue"}`, `{"status":"succeeded"}`}}
+	s.during = func(n int) {
+		if n == 2 {
+			dynamotest.Cancel(t, f.store, id)
+		}
+	}
+	if d := f.run(s, recorder.Input{OperationID: id}); d.Next != recorder.NextDone {
+		t.Fatalf("decision %+v", d)
+	}
+	if op := f.load(id); op.State != operation.Canceled || len(s.requests) != 2 || op.Progress == nil || op.Progress.CompletedSteps != 2 {
+		t.Fatalf("%s after %d steps, progress %+v; want canceled after 2 with 2 completed", op.State, len(s.requests), op.Progress)
+	}
+
+	id2 := f.newOp()
+	s2 := &script{answers: []any{`{"status":"continue"}`, `{"status":"failed","problem":{"code":"no_rows","title":"No rows"}}`}}
+	f.run(s2, recorder.Input{OperationID: id2})
+	if op := f.load(id2); op.State != operation.Failed || op.Problem.Code != "no_rows" || op.Progress == nil || op.Progress.CompletedSteps != 1 {
+		t.Fatalf("%s %+v %+v", op.State, op.Problem, op.Progress)
+	}
+}
+
+// A Run hands back to the workflow when the worker asks to wait, and when its invocation
+// has no room for another step; the next Run goes on from the state it handed back.
+func TestRunHandsBackForWaitsAndTime(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	s := &script{answers: []any{`{"status":"continue","state":{"n":1},"wait":true}`, `{"status":"continue","state":{"n":2}}`, `{"status":"succeeded"}`}}
+	w := f.run(s, recorder.Input{OperationID: id})
+	if w.Next != recorder.NextWait || w.WaitSeconds != 20 || len(s.requests) != 1 {
+		t.Fatalf("a wait goes back to the workflow: %+v after %d steps", w, len(s.requests))
+	}
+	f.clock.Add(20 * time.Second)
+	// An invocation with 40 s left: step 2 runs (the first of a Run always does), step 3
+	// (30 s and the time to record it) does not fit.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	f.rec.Invoker = s
+	c, err := f.rec.Run(ctx, recorder.Call{State: recorder.Input{OperationID: id, Gate: &recorder.Gate{Decision: &w}}, Worker: "w"})
+	if err != nil || c.Next != recorder.NextContinue || c.Request.Step != 3 || string(c.Request.State) != `{"n":2}` || len(s.requests) != 2 {
+		t.Fatalf("continue: %+v %v after %d steps", c, err, len(s.requests))
+	}
+	if op := f.load(id); op.Progress == nil || op.Progress.CompletedSteps != 2 {
+		t.Fatalf("progress is recorded before the Run hands back: %+v", op.Progress)
+	}
+	if d := f.run(s, recorder.Input{OperationID: id, Gate: &recorder.Gate{Decision: &c}}); d.Next != recorder.NextDone || f.load(id).State != operation.Succeeded {
+		t.Fatalf("the next Run ends it: %+v %s", d, f.load(id).State)
+	}
+	if string(s.requests[2].State) != `{"n":2}` || s.requests[2].Step != 3 {
+		t.Fatalf("step 3 got %+v", s.requests[2])
+	}
+	// RunBudget bounds a Run as the invocation's deadline does.
+	f.rec.RunBudget = time.Second
+	defer func() { f.rec.RunBudget = 0 }()
+	id2 := f.newOp()
+	s2 := &script{takes: 2 * time.Second, answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
+	if d := f.run(s2, recorder.Input{OperationID: id2}); d.Next != recorder.NextContinue || len(s2.requests) != 1 {
+		t.Fatalf("run budget: %+v after %d steps", d, len(s2.requests))
+	}
+}
+
+// How an invocation failed decides the outcome, as the workflow's Catch did before Run.
+func TestRunReadsInvocationFailures(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		err   error
+		state operation.State
+		code  string
+	}{
+		{&step.InvokeError{Name: step.ErrNotInvoked, Cause: "Rate exceeded"}, operation.Failed, "worker_unavailable"},
+		{&step.InvokeError{Name: step.ErrTimeout}, operation.OutcomeUnknown, "step_timeout"},
+		{&step.InvokeError{Name: "errorString", Cause: "boom"}, operation.OutcomeUnknown, "worker_error"},
+		{errors.New("connection reset"), operation.OutcomeUnknown, "worker_error"},
+	} {
+		id := f.newOp()
+		f.run(&script{answers: []any{tc.err}}, recorder.Input{OperationID: id})
+		if op := f.load(id); op.State != tc.state || op.Problem == nil || op.Problem.Code != tc.code {
+			t.Errorf("%v: %s %+v; want %s %s", tc.err, op.State, op.Problem, tc.state, tc.code)
+		}
+	}
+}
+
+// failingStore fails every Append after the first `ok` ones, as a table that went away.
+type failingStore struct {
+	recorderStore
+	mu sync.Mutex
+	ok int
+}
+
+type recorderStore interface {
+	Load(ctx context.Context, id string) (operation.Operation, error)
+	Append(ctx context.Context, op operation.Operation, facts ...operation.Fact) (operation.Operation, error)
+}
+
+func (s *failingStore) Append(ctx context.Context, op operation.Operation, facts ...operation.Fact) (operation.Operation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ok == 0 {
+		return operation.Operation{}, errors.New("table unavailable")
+	}
+	s.ok--
+	return s.recorderStore.Append(ctx, op, facts...)
+}
+
+// A step's end that cannot be recorded is handed to the workflow (unrecorded), and the
+// reconciler records from it what the recorder would have.
+func TestRunHandsOverAnEndItCannotRecord(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	f.rec.Store = &failingStore{recorderStore: f.store, ok: 1} // started, then nothing
+	defer func() { f.rec.Store = f.store }()
+	d := f.run(&script{answers: []any{`{"status":"succeeded","result":{"ok":true}}`}}, recorder.Input{OperationID: id})
+	if d.Next != recorder.NextUnrecorded || d.Request == nil || d.Request.Step != 1 || d.Task == nil {
+		t.Fatalf("decision %+v", d)
+	}
+	// The workflow's output as the reconciler reads it.
+	out, _ := json.Marshal(recorder.Input{OperationID: id, Gate: &recorder.Gate{Decision: &d}})
+	var in recorder.Input
+	if err := json.Unmarshal(out, &in); err != nil {
+		t.Fatal(err)
+	}
+	fact, ok := recorder.Unrecorded(in, false)
+	if !ok || fact.Kind != operation.KindSucceeded || string(fact.Result) != `{"ok":true}` {
+		t.Fatalf("unrecorded: %+v %v", fact, ok)
+	}
+	if op := f.load(id); op.State != operation.Running {
+		t.Fatalf("nothing more was recorded: %s", op.State)
+	}
+}
+
+// Serve tells a Run call from the workflow before Run, which invoked the worker between
+// calls: an execution started before an upgrade still gets "work" decisions.
+func TestServeAnswersBothWorkflows(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	legacy, _ := json.Marshal(recorder.Input{OperationID: id})
+	d, err := f.rec.Serve(context.Background(), legacy)
+	if err != nil || d.Next != recorder.NextWork || d.Request.Step != 1 {
+		t.Fatalf("legacy: %+v %v", d, err)
+	}
+	s := &script{clock: f.clock, answers: []any{`{"status":"succeeded"}`}}
+	f.rec.Invoker = s
+	call, _ := json.Marshal(recorder.Call{State: recorder.Input{OperationID: id}, Worker: "w"})
+	if d, err := f.rec.Serve(context.Background(), call); err != nil || d.Next != recorder.NextDone || len(s.requests) != 1 {
+		t.Fatalf("run: %+v %v", d, err)
+	}
+}
