@@ -82,6 +82,8 @@ func Example() {
 	// function longrun-prod-recorder: LONGRUN_TYPES_FILE=/opt/team.types.yaml
 	// output ApiUrl
 	// output LongrunTableName61CF8D9F
+	// workflow longrun-prod-mailer-resume: notify.mail, deadline 600s, steps of 30s
 	// workflow longrun-prod-mailer: notify.mail, deadline 600s, steps of 30s
+	// workflow longrun-prod-provisioner-resume: provision.environment, deadline 7200s, steps of 300s
 	// workflow longrun-prod-provisioner: provision.environment, deadline 7200s, steps of 300s
 }

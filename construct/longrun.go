@@ -49,8 +49,13 @@ type Longrun struct {
 	// Bus is where "Operation State Changed" events are published: Props.EventBus or the
 	// bus New created.
 	Bus awsevents.IEventBus
-	// StateMachines are the workflows by worker name, one per worker.
+	// StateMachines are the workflows by worker name, one per worker: the dispatcher starts
+	// an operation's first execution on its type's.
 	StateMachines map[string]awsstepfunctions.StateMachine
+	// ResumeStateMachines are the workflows' resume state machines by worker name (the same
+	// definition with a Pause first): the recorder goes on with an operation on its type's
+	// after a wait.
+	ResumeStateMachines map[string]awsstepfunctions.StateMachine
 	// Functions are longrun's own functions: "api", "dispatcher", "notifier", "recorder"
 	// and "reconciler" (the workers are the app's).
 	Functions map[string]awslambda.Function
@@ -91,7 +96,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	}
 
 	lr := &Longrun{Functions: map[string]awslambda.Function{},
-		StateMachines: map[string]awsstepfunctions.StateMachine{}, DeadLetterQueues: map[string]awssqs.Queue{}}
+		StateMachines: map[string]awsstepfunctions.StateMachine{}, ResumeStateMachines: map[string]awsstepfunctions.StateMachine{}, DeadLetterQueues: map[string]awssqs.Queue{}}
 	// Registered with jsii as a construct of its own, so the app may use it as a scope (jsii
 	// wants *Longrun to have a method of its own: GrantCall is).
 	constructs.NewConstruct_Override(lr, scope, jsii.String(id))
@@ -208,28 +213,63 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	// The recorder first: the workflows need it, the dispatcher needs the workflows. The
 	// recorder runs the steps: it invokes the worker (whose ARN the workflow passes it), so
 	// it may invoke every worker, and the workflows only the recorder.
-	recorder := fn("recorder", nil)
+	//
+	// The recorder also starts an operation's next execution after a wait (on the type's
+	// resume state machine) or when a Run had no room left for another step (on the type's
+	// own). The workflows refer to the recorder, so the recorder refers to them by their
+	// names (ARNs formatted from them, no references): a reference back would be a cycle.
 	workers := served.registry.Workers()
+	machineArn := func(machine string) *string {
+		return stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("states"), Resource: jsii.String("stateMachine"),
+			ResourceName: name(machine), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+	}
+	executionsArn := func(machine string) *string {
+		return stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("states"), Resource: jsii.String("execution"),
+			ResourceName: jsii.String(*name(machine) + ":*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+	}
+	byName := map[string]interface{}{}
+	var recorderStarts, recorderExecutions []*string
+	for _, w := range workers {
+		byName[w], byName[stepfunctions.ResumeKey(w)] = machineArn(w), machineArn(w+"-resume")
+		recorderStarts = append(recorderStarts, machineArn(w), machineArn(w+"-resume"))
+		recorderExecutions = append(recorderExecutions, executionsArn(w), executionsArn(w+"-resume"))
+	}
+	recorder := fn("recorder", map[string]*string{"LONGRUN_STATE_MACHINES": stack.ToJsonString(byName, nil)})
+	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("states:StartExecution"), Resources: &recorderStarts,
+	}))
+	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("states:DescribeExecution"), Resources: &recorderExecutions,
+	}))
 	for _, w := range workers {
 		worker := props.Workers[w]
-		sm := awsstepfunctions.NewStateMachine(c, jsii.String(cdkid.Title(w)+"Workflow"), &awsstepfunctions.StateMachineProps{
-			StateMachineName: name(w),
-			StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
-			DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(jsii.String(stepfunctions.Template())),
-			DefinitionSubstitutions: &map[string]*string{
-				stepfunctions.WorkerFunctionArn:   worker.FunctionArn(),
-				stepfunctions.RecorderFunctionArn: recorder.FunctionArn(),
-			},
-			TracingEnabled: jsii.Bool(trace.active),
-		})
-		sm.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(TypesMetadataKey), served.typesMetadata(w))
+		for _, m := range []struct {
+			key, machine, id, definition string
+			into                         map[string]awsstepfunctions.StateMachine
+		}{
+			{w, w, cdkid.Title(w) + "Workflow", stepfunctions.Template(), lr.StateMachines},
+			{w, w + "-resume", cdkid.Title(w) + "ResumeWorkflow", stepfunctions.ResumeTemplate(), lr.ResumeStateMachines},
+		} {
+			sm := awsstepfunctions.NewStateMachine(c, jsii.String(m.id), &awsstepfunctions.StateMachineProps{
+				StateMachineName: name(m.machine),
+				StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
+				DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(jsii.String(m.definition)),
+				DefinitionSubstitutions: &map[string]*string{
+					stepfunctions.WorkerFunctionArn:   worker.FunctionArn(),
+					stepfunctions.RecorderFunctionArn: recorder.FunctionArn(),
+				},
+				TracingEnabled: jsii.Bool(trace.active),
+			})
+			sm.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(TypesMetadataKey), served.typesMetadata(w))
+			recorder.GrantInvoke(sm)
+			m.into[m.key] = sm
+		}
 		grantInvoke(worker, recorder)
-		recorder.GrantInvoke(sm)
-		lr.StateMachines[w] = sm
 	}
 	arns := map[string]interface{}{}
 	for _, w := range workers {
 		arns[w] = lr.StateMachines[w].StateMachineArn()
+		arns[stepfunctions.ResumeKey(w)] = lr.ResumeStateMachines[w].StateMachineArn()
 	}
 	machinesJSON := stack.ToJsonString(arns, nil)
 
@@ -270,6 +310,8 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		grantExecutions(stack, f, lr.StateMachines, workers)
 		dlqs["dispatcher"].GrantSendMessages(f)
 	}
+	// The reconciler watches (and stops) the executions the recorder went on in, too.
+	grantExecutions(stack, reconciler, lr.ResumeStateMachines, workers)
 	lr.Bus.GrantPutEventsTo(notifier, nil)
 	guardBus(c, lr.Bus, notifier, props.EventPublishers)
 

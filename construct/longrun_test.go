@@ -357,7 +357,7 @@ func TestSeveralFiles(t *testing.T) {
 		got["provision.cleanup"].(map[string]any)["stepTimeoutSeconds"] != float64(600) {
 		t.Errorf("the provisioner's types: %v", got)
 	}
-	if len(tpl.of("AWS::StepFunctions::StateMachine")) != 2 || len(lr.StateMachines) != 2 {
+	if len(tpl.of("AWS::StepFunctions::StateMachine")) != 4 || len(lr.StateMachines) != 2 || len(lr.ResumeStateMachines) != 2 {
 		t.Errorf("a workflow for the demo-only worker without DemoTypes")
 	}
 

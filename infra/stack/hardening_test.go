@@ -205,9 +205,9 @@ func TestDemoTypesOnlyOnDev(t *testing.T) {
 		if slices.Contains(names, "worker-demo-task") != tc.demo {
 			t.Errorf("%v: functions %v", tc.context, names)
 		}
-		want := []string{"longrun-" + props.Stage + "-export-orders"}
+		want := []string{"longrun-" + props.Stage + "-export-orders", "longrun-" + props.Stage + "-export-orders-resume"}
 		if tc.demo {
-			want = []string{"longrun-" + props.Stage + "-demo-task", "longrun-" + props.Stage + "-export-orders"}
+			want = append([]string{"longrun-" + props.Stage + "-demo-task", "longrun-" + props.Stage + "-demo-task-resume"}, want...)
 		}
 		var got []string
 		for _, m := range tpl.of("AWS::StepFunctions::StateMachine") {

@@ -237,7 +237,9 @@ func leastPrivilege(t *testing.T, props stack.Props) {
 		{"Recorder", "dynamodb:PutItem", true}, {"Recorder", "dynamodb:DeleteItem", true},
 		{"Notifier", "events:PutEvents", true}, {"Notifier", "dynamodb:PutItem", false},
 		{"Dispatcher", "states:StartExecution", true}, {"Dispatcher", "sqs:SendMessage", true},
-		{"Reconciler", "states:StopExecution", true}, {"Recorder", "states:StartExecution", false},
+		// The recorder starts an operation's next execution after a wait or a Run out of room.
+		{"Reconciler", "states:StopExecution", true}, {"Recorder", "states:StartExecution", true},
+		{"Recorder", "states:StopExecution", false}, {"Api", "states:DescribeExecution", false},
 		// The recorder runs the steps: it invokes the workers, and nobody else does.
 		{"Recorder", "lambda:InvokeFunction", true}, {"Api", "lambda:InvokeFunction", false},
 		{"Dispatcher", "lambda:InvokeFunction", false}, {"Reconciler", "lambda:InvokeFunction", false},
@@ -269,7 +271,8 @@ func invokers(t *testing.T, tpl *template, props stack.Props) {
 	for _, sm := range tpl.of("AWS::StepFunctions::StateMachine") {
 		machineRoles[sm.Properties["RoleArn"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)] = true
 	}
-	if len(machineRoles) != len(tpl.of("AWS::StepFunctions::StateMachine")) || len(workers) != 2*len(machineRoles) {
+	// Two state machines per worker (its own and its resume state machine), each its own role.
+	if len(machineRoles) != len(tpl.of("AWS::StepFunctions::StateMachine")) || len(workers) != len(machineRoles) {
 		t.Fatalf("%s: machine roles %v, workers %v", props.Stage, machineRoles, workers)
 	}
 	invokes := map[string][]string{} // role → resources
@@ -471,7 +474,7 @@ func TestTableMirrorsTheCodesDefinition(t *testing.T) {
 func TestWorkflowsComeFromTheTemplate(t *testing.T) {
 	tpl := dev(t)
 	machines := tpl.of("AWS::StepFunctions::StateMachine")
-	if len(machines) != 2 {
+	if len(machines) != 4 { // each worker's, and its resume state machine
 		t.Fatalf("%d state machines", len(machines))
 	}
 	for id, m := range machines {
@@ -491,6 +494,9 @@ func TestWorkflowsComeFromTheTemplate(t *testing.T) {
 	}()
 	tpl.cdk.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), &map[string]any{
 		"DefinitionString": stepfunctions.Template(),
+	})
+	tpl.cdk.HasResourceProperties(jsii.String("AWS::StepFunctions::StateMachine"), &map[string]any{
+		"DefinitionString": stepfunctions.ResumeTemplate(),
 	})
 }
 

@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 )
 
 // A type defined only in the tests' definitions file, run by a worker written against the
@@ -42,6 +48,19 @@ func TestThirdTypeRunsEndToEnd(t *testing.T) {
 	}
 	if p, _ := r.json["progress"].(map[string]any); p["completedSteps"] != 3.0 || p["totalSteps"] != 3.0 || p["message"] != "step 3 of 3" {
 		t.Fatalf("final progress %v", r.json["progress"])
+	}
+	// The wait after step 1 was taken in the operation's second execution, on the type's
+	// resume state machine; the dispatcher's ended when the recorder handed the work on.
+	resume, ok := stack.StateMachines[stepfunctions.ResumeKey("test-poll")]
+	if stack.StepFunctions == nil || !ok {
+		return // an external target that did not name its state machines
+	}
+	if n, m := executions(t, id), executions(t, id+"-1"); n != 1 || m != 1 || executions(t, id+"-2") != 0 {
+		t.Fatalf("executions: %s ×%d, %s-1 ×%d", id, n, id, m)
+	}
+	arn := stepfunctions.ExecutionARN(resume, id+"-1")
+	if out, err := stack.StepFunctions.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)}); err != nil || out.Status != "SUCCEEDED" {
+		t.Fatalf("the resume execution %s: %v %v", arn, out, err)
 	}
 }
 

@@ -1,5 +1,7 @@
-// Package stepfunctions is the Step Functions adapter of the executor port: one Standard
-// execution per operation, named after the operation id.
+// Package stepfunctions is the Step Functions adapter of the executor ports: an operation's
+// Standard executions, the first named after the operation id (the dispatcher's), the next
+// after it and a count (the recorder's, which goes on after a wait or when a Run had no room
+// for another step).
 package stepfunctions
 
 import (
@@ -97,7 +99,11 @@ func (e *Executor) Describe(ctx context.Context, workflow, name string) (reconci
 	if !ok {
 		return reconcile.Execution{}, fmt.Errorf("%w: no state machine configured for workflow %q", dispatch.ErrPermanent, workflow)
 	}
-	ref := ExecutionARN(machine, name)
+	return e.DescribeRef(ctx, ExecutionARN(machine, name))
+}
+
+// DescribeRef reports the execution ref (its ARN).
+func (e *Executor) DescribeRef(ctx context.Context, ref string) (reconcile.Execution, error) {
 	out, err := e.Client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(ref)})
 	var missing *types.ExecutionDoesNotExist
 	switch {
@@ -111,4 +117,42 @@ func (e *Executor) Describe(ctx context.Context, workflow, name string) (reconci
 		status = reconcile.Failed
 	}
 	return reconcile.Execution{Ref: ref, Status: status, Output: []byte(aws.ToString(out.Output))}, nil
+}
+
+// Ref is the ARN the execution called name of workflow's state machine has, or will have.
+func (e *Executor) Ref(workflow, name string) (string, error) {
+	machine, ok := e.StateMachines[workflow]
+	if !ok {
+		return "", fmt.Errorf("%w: no state machine configured for workflow %q", dispatch.ErrPermanent, workflow)
+	}
+	return ExecutionARN(machine, name), nil
+}
+
+// Running reports whether the execution ref is still running (not stopped, failed or over).
+func (e *Executor) Running(ctx context.Context, ref string) (bool, error) {
+	ex, err := e.DescribeRef(ctx, ref)
+	return ex.Status == reconcile.Running, err
+}
+
+// Continuations is the executor as the recorder uses it to go on with an operation in its
+// next execution: on the workflow's own state machine, or on its resume state machine
+// (ResumeKey).
+type Continuations struct{ *Executor }
+
+func key(workflow string, resume bool) string {
+	if resume {
+		return ResumeKey(workflow)
+	}
+	return workflow
+}
+
+// Ref is the ARN of the execution called name, started or not.
+func (c Continuations) Ref(workflow string, resume bool, name string) (string, error) {
+	return c.Executor.Ref(key(workflow, resume), name)
+}
+
+// Start starts the execution called name; one already there comes back with its ARN and
+// dispatch.ErrAlreadyStarted.
+func (c Continuations) Start(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
+	return c.Executor.Start(ctx, key(workflow, resume), name, input)
 }

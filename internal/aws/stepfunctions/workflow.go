@@ -23,13 +23,49 @@ const (
 	RecorderFunctionArn = "RecorderFunctionArn"
 )
 
-// Template returns the definition with its ${…} placeholders, for CDK.
+// Template returns the definition with its ${…} placeholders, for CDK: the type's state
+// machine, which the dispatcher starts and a Run that had no room for another step
+// continues on.
 func Template() string { return template }
+
+// Pause is the resume state machine's first state: the wait a worker asked for (at most
+// step.MaxPause), then Run.
+const Pause = "Pause"
+
+// ResumeTemplate is the type's resume state machine, on which the recorder continues an
+// operation after a wait: the same definition with Pause before Run. One source, so the two
+// cannot drift apart.
+func ResumeTemplate() string {
+	var asl map[string]any
+	if err := json.Unmarshal([]byte(template), &asl); err != nil {
+		panic(fmt.Sprintf("stepfunctions: the embedded template: %v", err)) // a test proves it parses
+	}
+	states := asl["States"].(map[string]any)
+	states[Pause] = map[string]any{
+		"Type":        "Wait",
+		"Comment":     "The worker asked to wait before its next step; the recorder looks again after each pause (at most 5 minutes), so a cancel during a long wait is seen.",
+		"SecondsPath": "$.gate.decision.waitSeconds",
+		"Next":        asl["StartAt"],
+	}
+	asl["StartAt"] = Pause
+	out, _ := json.MarshalIndent(asl, "", "  ")
+	return string(out)
+}
+
+// ResumeKey is the key of a workflow's resume state machine in LONGRUN_STATE_MACHINES (the
+// workflow's own key is its worker's name).
+func ResumeKey(workflow string) string { return workflow + "/resume" }
 
 // Definition returns the definition with the placeholders replaced. Every placeholder must be
 // given, so a missing function fails here and not at run time.
-func Definition(subs map[string]string) (string, error) {
-	def := template
+func Definition(subs map[string]string) (string, error) { return substitute(template, subs) }
+
+// ResumeDefinition is ResumeTemplate with the placeholders replaced.
+func ResumeDefinition(subs map[string]string) (string, error) {
+	return substitute(ResumeTemplate(), subs)
+}
+
+func substitute(def string, subs map[string]string) (string, error) {
 	for k, v := range subs {
 		def = strings.ReplaceAll(def, "${"+k+"}", v)
 	}
@@ -110,68 +146,73 @@ func CancelBudget(stepTimeout time.Duration) time.Duration {
 	return max(stepTimeout, step.MaxPause) + waits + time.Duration(running)*RecordTimeout
 }
 
-// Path is the states an execution of the template enters when the recorder's Run answers,
-// in turn, decisions ("continue", "wait", "done" or "unrecorded"; the last must end the
-// execution): the Standard state transitions it is billed for, retries aside. It follows the template itself (its Next
-// fields and the Route state's choices on the decision), so a change of the workflow's
-// shape changes the figures in docs/performance.md and the cost model with it.
+// What the recorder's Run answers (its decision's next) and where the operation goes on:
+// Done and Unrecorded end it; Continue goes on in a new execution of the type's state
+// machine, Wait in one of its resume state machine.
+const (
+	Continue = "continue"
+	Wait     = "wait"
+)
+
+// Path is the states an operation's executions enter when the recorder's Run answers, in
+// turn, decisions ("continue", "wait", then "done" or "unrecorded" last): the Standard state
+// transitions it is billed for, retries aside. It follows the templates themselves (StartAt
+// and the Next fields: Template for the first execution and after a continue,
+// ResumeTemplate after a wait), so a change of the workflow's shape changes the figures in
+// docs/performance.md and the cost model with it.
 func Path(decisions ...string) ([]string, error) {
-	var asl struct {
+	type machine struct {
 		StartAt string
 		States  map[string]struct {
-			Type    string
-			Next    string
-			Default string
-			Choices []struct {
-				Next string
-				And  []struct {
-					Variable     string
-					StringEquals *string
-				}
-			}
+			Type string
+			Next string
+			End  bool
 		}
 	}
-	if err := json.Unmarshal([]byte(template), &asl); err != nil {
+	var run, resume machine
+	if err := json.Unmarshal([]byte(template), &run); err != nil {
 		return nil, fmt.Errorf("stepfunctions: the template: %w", err)
 	}
+	if err := json.Unmarshal([]byte(ResumeTemplate()), &resume); err != nil {
+		return nil, fmt.Errorf("stepfunctions: the resume template: %w", err)
+	}
 	var path []string
-	decision := ""
-	for name := asl.StartAt; ; {
-		st, ok := asl.States[name]
-		if !ok {
-			return nil, fmt.Errorf("stepfunctions: no state %q", name)
+	m := run
+	for {
+		name, decision := m.StartAt, ""
+		for {
+			st, ok := m.States[name]
+			if !ok {
+				return nil, fmt.Errorf("stepfunctions: no state %q", name)
+			}
+			path = append(path, name)
+			if st.Type == "Task" { // the recorder's Run: it answers the next decision
+				if len(decisions) == 0 {
+					return path, fmt.Errorf("stepfunctions: the recorder was called with no decision left")
+				}
+				decision, decisions = decisions[0], decisions[1:]
+			}
+			if st.End || st.Type == "Succeed" || st.Type == "Fail" {
+				break
+			}
+			name = st.Next
+			if len(path) > 10000 {
+				return path, fmt.Errorf("stepfunctions: the path does not end")
+			}
 		}
-		path = append(path, name)
-		switch {
-		case st.Type == "Succeed" || st.Type == "Fail":
+		switch decision {
+		case Continue:
+			m = run
+		case Wait:
+			m = resume
+		default: // done, unrecorded: the operation's last execution ended
 			if len(decisions) > 0 {
 				return path, fmt.Errorf("stepfunctions: the execution ended with decisions %v left", decisions)
 			}
 			return path, nil
-		case st.Type == "Choice":
-			next := st.Default
-			for _, c := range st.Choices {
-				for _, rule := range c.And {
-					if rule.StringEquals != nil && *rule.StringEquals == decision {
-						next = c.Next
-					}
-				}
-				if next != st.Default {
-					break
-				}
-			}
-			name = next
-		case name == "Run": // the recorder: it answers the next decision
-			if len(decisions) == 0 {
-				return path, fmt.Errorf("stepfunctions: the recorder was called with no decision left")
-			}
-			decision, decisions = decisions[0], decisions[1:]
-			name = st.Next
-		default:
-			name = st.Next
 		}
-		if len(path) > 10000 {
-			return path, fmt.Errorf("stepfunctions: the path does not end")
+		if len(decisions) == 0 {
+			return path, fmt.Errorf("stepfunctions: the operation goes on with no decision left")
 		}
 	}
 }

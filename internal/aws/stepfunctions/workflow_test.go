@@ -135,10 +135,11 @@ func TestCancelLeaseOutlastsTheWorkflow(t *testing.T) {
 }
 
 // The figures of docs/performance.md and docs/cost.md ("State transitions and
-// invocations"): an operation that runs its steps in one Run is three transitions (Run,
-// Route, Done) and one recorder invocation, whatever its steps; a wait adds Pause, Run and
-// Route and one recorder invocation; a Run that ran out of time for another step
-// (continue) adds Run and Route. Each step is one worker invocation, made by the recorder.
+// invocations"): an operation whose steps run in one Run is one transition (Run) and one
+// recorder invocation, whatever its steps; a wait adds an execution of the resume state
+// machine (Pause, Run: two, and one recorder invocation); a Run that had no room for another
+// step (continue) adds an execution of Run alone. Each step is one worker invocation, made by
+// the recorder.
 func TestPathFigures(t *testing.T) {
 	count := func(waits, continues int) (transitions, runs int) {
 		var decisions []string
@@ -160,19 +161,69 @@ func TestPathFigures(t *testing.T) {
 		return len(path), runs
 	}
 	for _, tc := range []struct{ waits, continues, transitions, runs int }{
-		{0, 0, 3, 1},
-		{1, 0, 6, 2},
-		{0, 1, 5, 2},
-		{4, 0, 15, 5},
+		{0, 0, 1, 1},
+		{1, 0, 3, 2},
+		{0, 1, 2, 2},
+		{4, 0, 9, 5},
 	} {
 		if tr, runs := count(tc.waits, tc.continues); tr != tc.transitions || runs != tc.runs {
 			t.Errorf("%d waits, %d continues: %d transitions, %d recorder invocations; want %d and %d", tc.waits, tc.continues, tr, runs, tc.transitions, tc.runs)
 		}
 	}
-	if p, err := Path("unrecorded"); err != nil || strings.Join(p, " ") != "Run Route Unrecorded" {
-		t.Fatalf("unrecorded: %v %v", p, err)
+	if p, err := Path("wait", "unrecorded"); err != nil || strings.Join(p, " ") != "Run Pause Run" {
+		t.Fatalf("unrecorded after a wait: %v %v", p, err)
 	}
 	if _, err := Path("continue"); err == nil {
 		t.Fatal("a path without an end must be an error")
+	}
+	if _, err := Path("done", "done"); err == nil {
+		t.Fatal("decisions after the end must be an error")
+	}
+}
+
+// The resume state machine is the type's with a Pause before Run, and nothing else: every
+// state reachable (AWS refuses a definition with a state it cannot reach), the wait read from
+// the recorder's decision.
+func TestResumeDefinition(t *testing.T) {
+	type state struct {
+		Type, Next, SecondsPath string
+		End                     bool
+	}
+	var run, resume struct {
+		StartAt string
+		States  map[string]state
+	}
+	subs := map[string]string{WorkerFunctionArn: "arn:w", RecorderFunctionArn: "arn:r"}
+	for _, c := range []struct {
+		def  func(map[string]string) (string, error)
+		into any
+	}{{Definition, &run}, {ResumeDefinition, &resume}} {
+		def, err := c.def(subs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(def), c.into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := resume.States[resume.StartAt]
+	if resume.StartAt != Pause || p.Type != "Wait" || p.Next != run.StartAt || p.SecondsPath != "$.gate.decision.waitSeconds" ||
+		len(resume.States) != len(run.States)+1 {
+		t.Fatalf("resume: %+v", resume)
+	}
+	for _, m := range []struct {
+		StartAt string
+		States  map[string]state
+	}{run, resume} {
+		reached := map[string]bool{m.StartAt: true}
+		for _, st := range m.States {
+			reached[st.Next] = true
+		}
+		reached["Unrecorded"] = true // the Catch's
+		for name := range m.States {
+			if !reached[name] {
+				t.Errorf("state %s is unreachable", name)
+			}
+		}
 	}
 }

@@ -136,7 +136,7 @@ type Fact struct {
 	Actor   string    `json:"actor,omitempty"` // principal of a client or operator fact
 
 	Admission *Admission      `json:"admission,omitempty"` // KindAccepted
-	Execution string          `json:"execution,omitempty"` // KindDispatched: internal, never public
+	Execution string          `json:"execution,omitempty"` // KindDispatched, or a progress fact of a continuation: internal, never public
 	Result    json.RawMessage `json:"result,omitempty"`    // KindSucceeded
 	Problem   *Problem        `json:"problem,omitempty"`   // KindFailed, KindOutcomeUnknown
 	Reason    string          `json:"reason,omitempty"`    // operator resolution or cancellation note
@@ -297,8 +297,6 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 		}
 		o.Admission = *f.Admission
 		o.CreatedAt = f.At
-	case KindDispatched:
-		o.Execution = f.Execution
 	case KindStarted:
 		o.Started = true
 	case KindCancelRequested:
@@ -312,6 +310,9 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 	if f.Progress != nil {
 		p := *f.Progress
 		o.Progress = &p
+	}
+	if f.Execution != "" { // dispatched, or the execution a Run continued the work in
+		o.Execution = f.Execution
 	}
 	if f.Source == SourceExecutor {
 		o.ObservedAt = f.At

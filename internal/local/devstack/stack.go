@@ -489,25 +489,33 @@ func (s *Stack) registerFunctions(ctx context.Context, fns []function) (map[stri
 	return arns, nil
 }
 
-// createStateMachines creates one state machine per worker of types, from the same
-// definition as on AWS, calling the worker and the recorder at the ARNs given.
+// createStateMachines creates two state machines per worker of types, from the same
+// definitions as on AWS, calling the recorder at the ARN given with the worker's.
 func (s *Stack) createStateMachines(ctx context.Context, types *optype.Registry, arns map[string]string) error {
 	for _, w := range types.Workers() {
-		def, err := stepfunctions.Definition(map[string]string{
+		subs := map[string]string{
 			stepfunctions.WorkerFunctionArn:   arns[stepfunctions.FunctionName(w)],
 			stepfunctions.RecorderFunctionArn: arns["recorder"],
-		})
-		if err != nil {
-			return err
 		}
-		out, err := s.StepFunctions.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{
-			Name: aws.String("longrun-" + w), Definition: aws.String(def),
-			RoleArn: aws.String("arn:aws:iam::000000000000:role/longrun-local"),
-		})
-		if err != nil {
-			return fmt.Errorf("devstack: create state machine for %s: %w", w, err)
+		// The type's state machine and its resume state machine (a Pause before Run), on
+		// which the recorder goes on after a wait.
+		for _, m := range []struct {
+			key, name string
+			def       func(map[string]string) (string, error)
+		}{{w, "longrun-" + w, stepfunctions.Definition}, {stepfunctions.ResumeKey(w), "longrun-" + w + "-resume", stepfunctions.ResumeDefinition}} {
+			def, err := m.def(subs)
+			if err != nil {
+				return err
+			}
+			out, err := s.StepFunctions.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{
+				Name: aws.String(m.name), Definition: aws.String(def),
+				RoleArn: aws.String("arn:aws:iam::000000000000:role/longrun-local"),
+			})
+			if err != nil {
+				return fmt.Errorf("devstack: create state machine %s: %w", m.name, err)
+			}
+			s.StateMachines[m.key] = aws.ToString(out.StateMachineArn)
 		}
-		s.StateMachines[w] = aws.ToString(out.StateMachineArn)
 	}
 	return nil
 }

@@ -39,9 +39,10 @@ type Execution struct {
 	Output []byte // the final workflow state, when it succeeded
 }
 
-// Executions looks executions up by name and stops them.
+// Executions looks executions up by name or reference and stops them.
 type Executions interface {
 	Describe(ctx context.Context, workflow, name string) (Execution, error)
+	DescribeRef(ctx context.Context, ref string) (Execution, error)
 	Stop(ctx context.Context, ref, cause string) error
 }
 
@@ -204,7 +205,13 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 	if !ok {
 		return r.record(ctx, op, r.unknown(op, "unsupported_operation_type", "No executor is registered for this type any more."))
 	}
-	ex, err := r.Executions.Describe(ctx, typ.Worker, op.ID)
+	// The operation's latest execution: the dispatcher's, or the one a Run continued it in.
+	var ex Execution
+	if op.Execution != "" {
+		ex, err = r.Executions.DescribeRef(ctx, op.Execution)
+	} else {
+		ex, err = r.Executions.Describe(ctx, typ.Worker, op.ID)
+	}
 	if err != nil {
 		return result{}, err
 	}

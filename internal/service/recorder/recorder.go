@@ -33,11 +33,13 @@ const (
 	NextWork = "work" // invoke the worker with Request (the workflow before Run, see Run)
 	NextWait = "wait" // wait WaitSeconds, then ask again
 	NextDone = "done" // the operation's outcome is recorded (or was settled elsewhere)
-	// NextContinue: Run had no time left in its invocation for step Request.Step; call it
-	// again at once.
+	// NextContinue: Run had no time left in its invocation for step Request.Step; the work
+	// goes on at once in the operation's next execution, which Run started (ContinuedIn).
+	// After NextWait, Run started that execution on the resume state machine, which waits
+	// first.
 	NextContinue = "continue"
 	// NextUnrecorded: Run could not record how step Request.Step ended; Task or Error is its
-	// end, for the reconciler (the workflow ends in its Unrecorded state).
+	// end, for the reconciler (the execution ends with it in its output).
 	NextUnrecorded = "unrecorded"
 )
 
@@ -50,6 +52,8 @@ type Decision struct {
 	ResumeAt           string        `json:"resumeAt,omitempty"`
 	StepTimeoutSeconds int           `json:"stepTimeoutSeconds,omitempty"`
 	Request            *step.Request `json:"request,omitempty"`
+	// ContinuedIn names the execution Run handed a wait or a continue to.
+	ContinuedIn string `json:"continuedIn,omitempty"`
 	// Task and Error are the end of the step that could not be recorded (NextUnrecorded).
 	Task  *Task      `json:"task,omitempty"`
 	Error *TaskError `json:"error,omitempty"`
@@ -59,7 +63,11 @@ type Decision struct {
 // (operationId) on the first call; after that, its own last decision under gate, the
 // worker's answer under task, and a caught error under error.
 type Input struct {
-	OperationID string `json:"operationId"`
+	OperationID   string `json:"operationId"`
+	CorrelationID string `json:"correlationId,omitempty"`
+	// Continuation counts the executions the operation went on in after its first (0 in the
+	// dispatcher's): the next is named after the operation id and Continuation+1.
+	Continuation int `json:"continuation,omitempty"`
 	// Traceparent is the dispatcher's span, which the recorder's spans link to.
 	Traceparent string     `json:"traceparent,omitempty"`
 	Gate        *Gate      `json:"gate,omitempty"`
@@ -127,6 +135,8 @@ type Recorder struct {
 	Metrics Metrics
 	// Invoker invokes the workers for Run.
 	Invoker Invoker
+	// Executions starts the executions a Run hands the work back to.
+	Executions Executions
 	// Tracer starts a span per Run, linked to the dispatcher's; nil traces nothing.
 	Tracer trace.Tracer
 	// RunBudget bounds how long one Run goes on starting steps (0: as long as its
@@ -291,6 +301,14 @@ func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
 	return d, err
 }
 
+// handled is what handle came to: the decision, whether it recorded progress, and the
+// operation as it left it.
+type handled struct {
+	Decision
+	progressed bool
+	op         operation.Operation
+}
+
 // pace is how Run paces the steps it runs in one invocation: fits says whether a step of
 // that stepTimeout still fits in the invocation (nil: it does); quiet holds back a progress
 // fact when another step runs at once (its progress is recorded with a later fact).
@@ -300,7 +318,13 @@ type pace struct {
 }
 
 // handle is Handle paced; progressed reports whether it recorded a progress fact.
-func (r *Recorder) handle(ctx context.Context, in Input, p pace) (_ Decision, progressed bool, _ error) {
+func (r *Recorder) handle(ctx context.Context, in Input, p pace) (Decision, bool, error) {
+	h, err := r.handleOp(ctx, in, p)
+	return h.Decision, h.progressed, err
+}
+
+func (r *Recorder) handleOp(ctx context.Context, in Input, p pace) (_ handled, _ error) {
+	progressed := false
 	id := in.OperationID
 	var next step.Request
 	var resumeAt time.Time
@@ -312,7 +336,7 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (_ Decision, pr
 		resumeAt, _ = time.Parse(operation.TimeFormat, d.ResumeAt)
 	}
 	if id == "" {
-		return Decision{}, false, errors.New("recorder: the workflow state names no operation")
+		return handled{}, errors.New("recorder: the workflow state names no operation")
 	}
 	ctx = logctx.With(ctx, logctx.Fields{OperationID: id})
 	var e end
@@ -375,14 +399,14 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (_ Decision, pr
 		return out, nil
 	})
 	if err != nil {
-		return Decision{}, false, err
+		return handled{}, err
 	}
 	if recorded != nil {
 		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", recorded.Kind, "state", op.State,
 			"steps", next.Step)
 		r.settled(op, recorded.Kind, next.Step, recordedAt)
 	}
-	return decision, progressed, nil
+	return handled{Decision: decision, progressed: progressed, op: op}, nil
 }
 
 // gate decides whether step last.Step+1 may run, and builds its request. It stops the work

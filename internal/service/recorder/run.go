@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/step"
 	"github.com/longrun-dev/longrun/internal/core/tracelink"
 )
@@ -20,6 +23,19 @@ import (
 // is the one on AWS.
 type Invoker interface {
 	Invoke(ctx context.Context, function string, payload []byte, timeout time.Duration) ([]byte, error)
+}
+
+// Executions starts the operation's next execution when a Run hands the work back: on the
+// type's state machine (workflow, the type's worker), or on its resume state machine, which
+// waits first (resume). internal/aws/stepfunctions is the one on AWS.
+type Executions interface {
+	// Ref is the reference the execution called name has, or will have once started.
+	Ref(workflow string, resume bool, name string) (string, error)
+	// Start starts it with input; one of that name already there is no error when its
+	// reference comes back.
+	Start(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error)
+	// Running reports whether the execution ref is still running.
+	Running(ctx context.Context, ref string) (bool, error)
 }
 
 // Call is what the workflow's Run state sends: its state, and the function of the type's
@@ -92,7 +108,8 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 		if ran > 0 {
 			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, start, stepTimeout) }
 		}
-		d, progressed, err := r.handleRetrying(ctx, in, p)
+		h, err := r.handleRetrying(ctx, in, p)
+		d, progressed := h.Decision, h.progressed
 		if err != nil {
 			if req := in.ran(); req != nil && ran > 0 {
 				// The step's end is only in this invocation: hand it to the workflow, which
@@ -105,7 +122,11 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 		if progressed {
 			lastProgress = r.Now()
 		}
-		if d.Next != NextWork {
+		switch d.Next {
+		case NextWait, NextContinue:
+			return r.handBack(ctx, in, h)
+		case NextWork:
+		default:
 			return d, nil
 		}
 		payload, err := json.Marshal(d.Request)
@@ -114,7 +135,8 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 		}
 		steps++
 		out, err := r.Invoker.Invoke(ctx, call.Worker, payload, time.Duration(d.StepTimeoutSeconds)*time.Second)
-		next := Input{OperationID: in.OperationID, Gate: &Gate{Decision: &d}}
+		next := Input{OperationID: in.OperationID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent,
+			Continuation: in.Continuation, Gate: &Gate{Decision: &d}}
 		var ie *step.InvokeError
 		switch {
 		case err == nil:
@@ -138,20 +160,75 @@ func (r *Recorder) fits(ctx context.Context, start time.Time, stepTimeout time.D
 	return !ok || time.Until(deadline) >= stepTimeout+recordReserve
 }
 
-// handleRetrying is handle, tried again a few times when the store fails: a step's end
+// handleRetrying is handleOp, tried again a few times when the store fails: a step's end
 // that cannot be recorded now is lost to the next Run.
-func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (Decision, bool, error) {
+func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (handled, error) {
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		d, progressed, err := r.handle(ctx, in, p)
+		h, err := r.handleOp(ctx, in, p)
 		if err == nil || attempt == 4 || in.ran() == nil {
-			return d, progressed, err
+			return h, err
 		}
 		select {
 		case <-ctx.Done():
-			return d, progressed, err
+			return h, err
 		case <-time.After(wait):
 		}
 		wait *= 4
 	}
+}
+
+// handBack goes on with the work in the operation's next execution: after a wait on the
+// type's resume state machine, which waits first, else on its own. The next execution is
+// named after the operation and a count, recorded before it is started (so the reconciler
+// watches it even if this Run dies in between), and started once whatever the retries: an
+// execution of that name already there is the one. An execution stopped behind the
+// recorder's back goes no further: the reconciler finds it stopped and says so.
+func (r *Recorder) handBack(ctx context.Context, in Input, h handled) (Decision, error) {
+	d, op := h.Decision, h.op
+	typ, ok := r.Registry.Lookup(op.Type)
+	if !ok || r.Executions == nil {
+		return Decision{}, fmt.Errorf("recorder: operation %s cannot go on: no executions of type %q", op.ID, op.Type)
+	}
+	resume := d.Next == NextWait
+	k := in.Continuation + 1
+	name := fmt.Sprintf("%s-%d", op.ID, k)
+	ref, err := r.Executions.Ref(typ.Worker, resume, name)
+	if err != nil {
+		return Decision{}, err
+	}
+	if op.Execution != "" && op.Execution != ref {
+		if running, err := r.Executions.Running(ctx, op.Execution); err == nil && !running {
+			r.Log.WarnContext(ctx, "execution stopped", "operation_id", op.ID, "next", name)
+			return Decision{Next: NextDone}, nil
+		}
+	}
+	if op.Execution != ref {
+		settled := false
+		_, err := facts.Update(ctx, r.Store, op.ID, func(cur operation.Operation) ([]operation.Fact, error) {
+			settled = cur.State.Terminal() || cur.State == operation.OutcomeUnknown
+			if settled || cur.Execution == ref {
+				return nil, nil
+			}
+			return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(),
+				Progress: cur.Progress, Execution: ref}}, nil
+		})
+		if err != nil {
+			return Decision{}, err
+		}
+		if settled {
+			return Decision{Next: NextDone}, nil
+		}
+	}
+	next := Input{OperationID: op.ID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent, Continuation: k,
+		Gate: &Gate{Decision: &d}}
+	payload, err := json.Marshal(next)
+	if err != nil {
+		return Decision{}, err
+	}
+	if started, err := r.Executions.Start(ctx, typ.Worker, resume, name, payload); err != nil && started == "" {
+		return Decision{}, err
+	}
+	d.ContinuedIn = name
+	return d, nil
 }

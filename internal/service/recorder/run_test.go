@@ -53,10 +53,62 @@ func (s *script) Invoke(_ context.Context, function string, payload []byte, time
 	}
 }
 
+// executions is the recorder's Executions for Run's tests: it keeps every start.
+type executions struct {
+	mu      sync.Mutex
+	started []started
+	stopped map[string]bool // refs that are no longer running
+}
+
+type started struct {
+	workflow string
+	resume   bool
+	name     string
+	input    recorder.Input
+}
+
+func (e *executions) Ref(workflow string, resume bool, name string) (string, error) {
+	m := "longrun-" + workflow
+	if resume {
+		m += "-resume"
+	}
+	return "arn:aws:states:us-east-1:123456789012:execution:" + m + ":" + name, nil
+}
+
+func (e *executions) Start(_ context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
+	var in recorder.Input
+	if err := json.Unmarshal(input, &in); err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.started = append(e.started, started{workflow, resume, name, in})
+	return e.Ref(workflow, resume, name)
+}
+
+func (e *executions) Running(_ context.Context, ref string) (bool, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return !e.stopped[ref], nil
+}
+
+func (e *executions) last(t *testing.T) started {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.started) == 0 {
+		t.Fatal("no execution started")
+	}
+	return e.started[len(e.started)-1]
+}
+
 func (f *fixture) run(s *script, state recorder.Input) recorder.Decision {
 	f.t.Helper()
 	s.clock = f.clock
 	f.rec.Invoker = s
+	if f.rec.Executions == nil {
+		f.rec.Executions = &executions{}
+	}
 	d, err := f.rec.Run(context.Background(), recorder.Call{State: state, Worker: "arn:aws:lambda:us-east-1:123456789012:function:worker-test-poll"})
 	if err != nil {
 		f.t.Fatal(err)
@@ -144,42 +196,86 @@ func TestRunGatesEveryStep(t *testing.T) {
 	}
 }
 
-// A Run hands back to the workflow when the worker asks to wait, and when its invocation
-// has no room for another step; the next Run goes on from the state it handed back.
-func TestRunHandsBackForWaitsAndTime(t *testing.T) {
+// A Run hands the work on when the worker asks to wait (to the resume state machine, which
+// waits first) and when its invocation has no room for another step (to the type's own):
+// the next execution is recorded, then started, named after the operation and a count, and
+// goes on from the state the Run handed it.
+func TestRunHandsTheWorkOn(t *testing.T) {
 	f := newFixture(t)
+	ex := &executions{}
+	f.rec.Executions = ex
 	id := f.newOp()
 	s := &script{answers: []any{`{"status":"continue","state":{"n":1},"wait":true}`, `{"status":"continue","state":{"n":2}}`, `{"status":"succeeded"}`}}
-	w := f.run(s, recorder.Input{OperationID: id})
-	if w.Next != recorder.NextWait || w.WaitSeconds != 20 || len(s.requests) != 1 {
-		t.Fatalf("a wait goes back to the workflow: %+v after %d steps", w, len(s.requests))
+	w := f.run(s, recorder.Input{OperationID: id, CorrelationID: "corr-1"})
+	st := ex.last(t)
+	ref, _ := ex.Ref("test-poll", true, id+"-1")
+	if w.Next != recorder.NextWait || w.WaitSeconds != 20 || w.ContinuedIn != id+"-1" || len(s.requests) != 1 ||
+		st.workflow != "test-poll" || !st.resume || st.name != id+"-1" || st.input.Continuation != 1 || st.input.CorrelationID != "corr-1" {
+		t.Fatalf("a wait goes on in the resume state machine: %+v, started %+v after %d steps", w, st, len(s.requests))
+	}
+	if op := f.load(id); op.Execution != ref {
+		t.Fatalf("the next execution is recorded: %q, want %q", op.Execution, ref)
+	}
+	// The workflow's state reaches the next execution's Run as it was handed over.
+	if d := st.input.Gate.Decision; d.Next != recorder.NextWait || d.Request.Step != 2 || string(d.Request.State) != `{"n":1}` || d.WaitSeconds != 20 {
+		t.Fatalf("handed over: %+v", d)
 	}
 	f.clock.Add(20 * time.Second)
-	// An invocation with 40 s left: step 2 runs (the first of a Run always does), step 3
+	// An invocation with 45 s left: step 2 runs (the first of a Run always does), step 3
 	// (30 s and the time to record it) does not fit.
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
-	f.rec.Invoker = s
-	c, err := f.rec.Run(ctx, recorder.Call{State: recorder.Input{OperationID: id, Gate: &recorder.Gate{Decision: &w}}, Worker: "w"})
-	if err != nil || c.Next != recorder.NextContinue || c.Request.Step != 3 || string(c.Request.State) != `{"n":2}` || len(s.requests) != 2 {
-		t.Fatalf("continue: %+v %v after %d steps", c, err, len(s.requests))
+	c, err := f.rec.Run(ctx, recorder.Call{State: st.input, Worker: "w"})
+	st2 := ex.last(t)
+	if err != nil || c.Next != recorder.NextContinue || st2.resume || st2.name != id+"-2" || st2.input.Continuation != 2 ||
+		st2.input.Gate.Decision.Request.Step != 3 || string(st2.input.Gate.Decision.Request.State) != `{"n":2}` || len(s.requests) != 2 {
+		t.Fatalf("continue: %+v %v, started %+v after %d steps", c, err, st2, len(s.requests))
 	}
 	if op := f.load(id); op.Progress == nil || op.Progress.CompletedSteps != 2 {
-		t.Fatalf("progress is recorded before the Run hands back: %+v", op.Progress)
+		t.Fatalf("progress is recorded before the work goes on: %+v", op.Progress)
 	}
-	if d := f.run(s, recorder.Input{OperationID: id, Gate: &recorder.Gate{Decision: &c}}); d.Next != recorder.NextDone || f.load(id).State != operation.Succeeded {
+	if d := f.run(s, st2.input); d.Next != recorder.NextDone || f.load(id).State != operation.Succeeded {
 		t.Fatalf("the next Run ends it: %+v %s", d, f.load(id).State)
 	}
-	if string(s.requests[2].State) != `{"n":2}` || s.requests[2].Step != 3 {
-		t.Fatalf("step 3 got %+v", s.requests[2])
+	if string(s.requests[2].State) != `{"n":2}` || s.requests[2].Step != 3 || len(ex.started) != 2 {
+		t.Fatalf("step 3 got %+v; %d executions started", s.requests[2], len(ex.started))
+	}
+	// A retried Run that handed over before starts nothing new: the name is the same.
+	before := f.load(id).Version
+	id2 := f.newOp()
+	s2 := &script{answers: []any{`{"status":"continue","wait":true}`, `{"status":"continue","wait":true}`}}
+	f.run(s2, recorder.Input{OperationID: id2})
+	v := f.load(id2).Version
+	f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id2})
+	if f.load(id2).Version != v || ex.last(t).name != id2+"-1" || f.load(id).Version != before {
+		t.Fatalf("a retried Run recorded again: v%d → v%d, last start %s", v, f.load(id2).Version, ex.last(t).name)
 	}
 	// RunBudget bounds a Run as the invocation's deadline does.
 	f.rec.RunBudget = time.Second
 	defer func() { f.rec.RunBudget = 0 }()
-	id2 := f.newOp()
-	s2 := &script{takes: 2 * time.Second, answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
-	if d := f.run(s2, recorder.Input{OperationID: id2}); d.Next != recorder.NextContinue || len(s2.requests) != 1 {
-		t.Fatalf("run budget: %+v after %d steps", d, len(s2.requests))
+	id3 := f.newOp()
+	s3 := &script{takes: 2 * time.Second, answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
+	if d := f.run(s3, recorder.Input{OperationID: id3}); d.Next != recorder.NextContinue || len(s3.requests) != 1 {
+		t.Fatalf("run budget: %+v after %d steps", d, len(s3.requests))
+	}
+}
+
+// An execution stopped behind the recorder's back goes no further: the Run starts no next
+// execution, and the reconciler, finding the execution stopped, says what that means.
+func TestRunGoesNoFurtherInAStoppedExecution(t *testing.T) {
+	f := newFixture(t)
+	ex := &executions{stopped: map[string]bool{}}
+	f.rec.Executions = ex
+	id := f.newOp()
+	first, _ := ex.Ref("test-poll", false, id)
+	if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindDispatched,
+		Source: operation.SourceDispatcher, At: f.clock.Now(), Execution: first}); err != nil {
+		t.Fatal(err)
+	}
+	ex.stopped[first] = true
+	d := f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
+	if d.Next != recorder.NextDone || len(ex.started) != 0 || f.load(id).Execution != first {
+		t.Fatalf("%+v, %d started, execution %s", d, len(ex.started), f.load(id).Execution)
 	}
 }
 
@@ -263,7 +359,7 @@ func TestServeAnswersBothWorkflows(t *testing.T) {
 		t.Fatalf("legacy: %+v %v", d, err)
 	}
 	s := &script{clock: f.clock, answers: []any{`{"status":"succeeded"}`}}
-	f.rec.Invoker = s
+	f.rec.Invoker, f.rec.Executions = s, &executions{}
 	call, _ := json.Marshal(recorder.Call{State: recorder.Input{OperationID: id}, Worker: "w"})
 	if d, err := f.rec.Serve(context.Background(), call); err != nil || d.Next != recorder.NextDone || len(s.requests) != 1 {
 		t.Fatalf("run: %+v %v", d, err)

@@ -93,6 +93,18 @@ func (e *Executor) Describe(_ context.Context, _, name string) (reconcile.Execut
 	return reconcile.Execution{Ref: ex.Ref, Status: ex.Status, Output: ex.Output}, nil
 }
 
+// DescribeRef reports an execution by reference (MISSING when there is none).
+func (e *Executor) DescribeRef(_ context.Context, ref string) (reconcile.Execution, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ex := range e.executions {
+		if ex.Ref == ref {
+			return reconcile.Execution{Ref: ex.Ref, Status: ex.Status, Output: ex.Output}, nil
+		}
+	}
+	return reconcile.Execution{Ref: ref, Status: reconcile.Missing}, nil
+}
+
 // Finish sets what Describe will report for an execution, as if it had ended.
 func (e *Executor) Finish(name string, status reconcile.Status, output []byte) {
 	e.mu.Lock()
