@@ -19,19 +19,7 @@ func TestOneOperationsLogsShareItsCorrelationID(t *testing.T) {
 	}
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	c := alice(t)
-	req, _ := http.NewRequest(http.MethodPost, stack.APIURL+"/v1/operations",
-		strings.NewReader(`{"type":"demo.task","input":{"target":"e2e-logs","steps":2}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", newKey())
-	req.Header.Set("traceparent", "00-"+trace+"-00f067aa0ba902b7-01")
-	r := c.send(req)
-	id, _ := r.json["operationId"].(string)
-	if r.status != http.StatusAccepted || id == "" {
-		t.Fatalf("%d %s", r.status, r.body)
-	}
-	if done := c.poll(id, 30*time.Second); done.json["state"] != "succeeded" {
-		t.Fatalf("%s", done.body)
-	}
+	id := c.runTraced(`{"type":"demo.task","input":{"target":"e2e-logs","steps":2}}`, "00-"+trace+"-00f067aa0ba902b7-01")
 	evs := bus.waitVersions(t, id, int(c.poll(id, time.Second).json["version"].(float64)), 30*time.Second)
 	for _, e := range evs {
 		if e.Detail.CorrelationID != trace {
@@ -87,4 +75,23 @@ func linesOf(t *testing.T, id string) map[string][]map[string]any {
 		}
 	}
 	return out
+}
+
+// runTraced admits body with the caller's traceparent and waits for the operation to
+// succeed; it returns the operation's id.
+func (c client) runTraced(body, traceparent string) string {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, stack.APIURL+"/v1/operations", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", newKey())
+	req.Header.Set("traceparent", traceparent)
+	r := c.send(req)
+	id, _ := r.json["operationId"].(string)
+	if r.status != http.StatusAccepted || id == "" {
+		c.t.Fatalf("%d %s", r.status, r.body)
+	}
+	if done := c.poll(id, 30*time.Second); done.json["state"] != "succeeded" {
+		c.t.Fatalf("%s", done.body)
+	}
+	return id
 }

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"flag"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -107,19 +105,7 @@ func TestTracingLinksTheAdmissionToItsDispatch(t *testing.T) {
 	}
 	const callerTrace = "0af7651916cd43dd8448eb211c80319c"
 	c := alice(t)
-	req, _ := http.NewRequest(http.MethodPost, stack.APIURL+"/v1/operations",
-		strings.NewReader(`{"type":"demo.task","input":{"target":"e2e-tracing"}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", newKey())
-	req.Header.Set("traceparent", "00-"+callerTrace+"-b7ad6b7169203331-01")
-	r := c.send(req)
-	id, _ := r.json["operationId"].(string)
-	if r.status != http.StatusAccepted || id == "" {
-		t.Fatalf("%d %s", r.status, r.body)
-	}
-	if done := c.poll(id, 30*time.Second); done.json["state"] != "succeeded" {
-		t.Fatalf("%s", done.body)
-	}
+	id := c.runTraced(`{"type":"demo.task","input":{"target":"e2e-tracing"}}`, "00-"+callerTrace+"-b7ad6b7169203331-01")
 
 	var admission, dispatch, run span
 	var spans []span

@@ -186,6 +186,11 @@ func (m *Meter) forward(r *http.Request, body []byte) (*answer, error) {
 	}
 	up.Header = r.Header.Clone()
 	up.Header.Del("Content-Length")
+	return m.send(up)
+}
+
+// send sends up to DynamoDB Local and reads its whole answer.
+func (m *Meter) send(up *http.Request) (*answer, error) {
 	resp, err := m.client.Do(up)
 	if err != nil {
 		return nil, err
@@ -216,19 +221,14 @@ func (m *Meter) call(r *http.Request, op string, in any) ([]byte, error) {
 	}
 	up.Header.Set("Content-Type", "application/x-amz-json-1.0")
 	up.Header.Set("X-Amz-Target", apiPrefix+op)
-	resp, err := m.client.Do(up)
+	a, err := m.send(up)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
+	if a.status != http.StatusOK {
+		return nil, fmt.Errorf("ddbmeter: %s: %d %.300s", op, a.status, a.body)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("ddbmeter: %s: %d %.300s", op, resp.StatusCode, b)
-	}
-	return b, nil
+	return a.body, nil
 }
 
 // table returns a table's shape, asking DescribeTable once per table.

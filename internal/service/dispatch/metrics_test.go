@@ -6,23 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/longrun-dev/longrun/internal/aws/emf"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/testkit/emftest"
 )
 
 func withMetrics(t *testing.T, f *fixture) *bytes.Buffer {
 	t.Helper()
-	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
-	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
-	var buf bytes.Buffer
-	enc, err := emf.New(&buf, "longrun-dispatcher")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc.OnError = func(err error) { t.Errorf("metric not written: %v", err) }
+	enc, buf := emftest.Encoder(t, "longrun-dispatcher", nil)
 	f.d.Metrics = enc
-	return &buf
+	return buf
 }
 
 func points(t *testing.T, buf *bytes.Buffer, name string) []emftest.Point {

@@ -21,15 +21,8 @@ import (
 // retry, and measures each published event's lag from the instant of its change; the
 // retry publishes the rest, later, and its lag says so.
 func TestPublishingIsMeasured(t *testing.T) {
-	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
-	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
 	now := time.Date(2026, 11, 30, 10, 0, 5, 0, time.UTC)
-	var buf bytes.Buffer
-	enc, err := emf.New(&buf, "longrun-notifier")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc.Now, enc.OnError = func() time.Time { return now }, func(err error) { t.Errorf("metric not written: %v", err) }
+	enc, buf := emftest.Encoder(t, "longrun-notifier", func() time.Time { return now })
 	b := &bus{failAt: 2}
 	n := &notify.Notifier{Bus: b, Changes: dynamo.ProjectionChange, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Metrics: enc, Now: func() time.Time { return now }}

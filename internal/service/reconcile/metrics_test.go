@@ -1,11 +1,9 @@
 package reconcile_test
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
-	"github.com/longrun-dev/longrun/internal/aws/emf"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/service/reconcile"
 	"github.com/longrun-dev/longrun/internal/testkit/emftest"
@@ -14,15 +12,8 @@ import (
 // Each repair is counted by its action, and each run reports the operations waiting for an
 // operator.
 func TestRepairsAreCountedByAction(t *testing.T) {
-	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
-	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
 	f := newFixture(t)
-	var buf bytes.Buffer
-	enc, err := emf.New(&buf, "longrun-reconciler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc.Now, enc.OnError = f.clock.Now, func(err error) { t.Errorf("metric not written: %v", err) }
+	enc, buf := emftest.Encoder(t, "longrun-reconciler", f.clock.Now)
 	f.r.Metrics = enc
 
 	f.accepted()
@@ -56,15 +47,8 @@ func TestRepairsAreCountedByAction(t *testing.T) {
 // step may have been in flight); outcome_unknown is counted on its own. A later run that
 // finds nothing to record reports no outcome again.
 func TestReconciledOutcomesAreMeasured(t *testing.T) {
-	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
-	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
 	f := newFixture(t)
-	var buf bytes.Buffer
-	enc, err := emf.New(&buf, "longrun-reconciler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc.Now, enc.OnError = f.clock.Now, func(err error) { t.Errorf("metric not written: %v", err) }
+	enc, buf := emftest.Encoder(t, "longrun-reconciler", f.clock.Now)
 	f.r.Metrics = enc
 
 	notStarted := f.started(false) // aborted before any step: failed
@@ -96,39 +80,19 @@ func TestReconciledOutcomesAreMeasured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type key struct{ name, outcome string }
-	got := map[key]emftest.Point{}
-	for _, p := range points {
-		if p.Name == "Repairs" || p.Name == "OutcomeUnknownWaiting" {
-			continue
-		}
-		if p.Dims["Type"] != "demo.task" || p.Dims["Service"] != "longrun-reconciler" {
-			t.Errorf("dimensions %+v", p)
-		}
-		k := key{p.Name, p.Dims["Outcome"]}
-		if _, dup := got[k]; dup {
-			t.Errorf("%v reported twice", k)
-		}
-		got[k] = p
-	}
-	want := map[key]struct {
-		unit  string
-		value float64
-	}{
-		{"OperationLatency", "failed"}:          {"Milliseconds", 24000},
-		{"StepsRun", "failed"}:                  {"Count", 0},
-		{"OperationLatency", "outcome_unknown"}: {"Milliseconds", 23000},
-		{"OutcomeUnknown", ""}:                  {"Count", 1},
-		{"OperationLatency", "succeeded"}:       {"Milliseconds", 22000},
-		{"OperationLatency", "canceled"}:        {"Milliseconds", 21000},
-		{"StepsRun", "canceled"}:                {"Count", 0},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v\n%s", got, buf.String())
-	}
-	for k, w := range want {
-		if p, ok := got[k]; !ok || p.Unit != w.unit || p.Value != w.value {
-			t.Errorf("%v = %+v, want %v %v", k, p, w.value, w.unit)
-		}
-	}
+	emftest.Expect(t, points, "Outcome",
+		func(p emftest.Point) bool { return p.Name == "Repairs" || p.Name == "OutcomeUnknownWaiting" },
+		func(p emftest.Point) {
+			if p.Dims["Type"] != "demo.task" || p.Dims["Service"] != "longrun-reconciler" {
+				t.Errorf("dimensions %+v", p)
+			}
+		}, map[emftest.Key]emftest.Want{
+			{Name: "OperationLatency", Dim: "failed"}:          {Unit: "Milliseconds", Value: 24000},
+			{Name: "StepsRun", Dim: "failed"}:                  {Unit: "Count", Value: 0},
+			{Name: "OperationLatency", Dim: "outcome_unknown"}: {Unit: "Milliseconds", Value: 23000},
+			{Name: "OutcomeUnknown", Dim: ""}:                  {Unit: "Count", Value: 1},
+			{Name: "OperationLatency", Dim: "succeeded"}:       {Unit: "Milliseconds", Value: 22000},
+			{Name: "OperationLatency", Dim: "canceled"}:        {Unit: "Milliseconds", Value: 21000},
+			{Name: "StepsRun", Dim: "canceled"}:                {Unit: "Count", Value: 0},
+		})
 }

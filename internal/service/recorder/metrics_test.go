@@ -1,11 +1,9 @@
 package recorder_test
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
-	"github.com/longrun-dev/longrun/internal/aws/emf"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
 	"github.com/longrun-dev/longrun/internal/testkit/emftest"
@@ -14,15 +12,8 @@ import (
 // Each outcome recorded reports accept → outcome latency and the steps run, by type and
 // outcome; outcome_unknown is counted on its own; a retried call reports nothing more.
 func TestOutcomesAreMeasured(t *testing.T) {
-	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
-	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
 	f := newFixture(t)
-	var buf bytes.Buffer
-	enc, err := emf.New(&buf, "longrun-recorder")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc.Now, enc.OnError = f.clock.Now, func(err error) { t.Errorf("metric not written: %v", err) }
+	enc, buf := emftest.Encoder(t, "longrun-recorder", f.clock.Now)
 	f.rec.Metrics = enc
 
 	ok := f.newOp()
@@ -45,34 +36,15 @@ func TestOutcomesAreMeasured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type key struct{ name, outcome string }
-	got := map[key]emftest.Point{}
-	for _, p := range points {
+	emftest.Expect(t, points, "Outcome", nil, func(p emftest.Point) {
 		if p.Dims["Type"] != "test.poll" || p.Dims["Service"] != "longrun-recorder" {
 			t.Errorf("dimensions %+v", p)
 		}
-		k := key{p.Name, p.Dims["Outcome"]}
-		if _, dup := got[k]; dup {
-			t.Errorf("%v reported twice", k)
-		}
-		got[k] = p
-	}
-	want := map[key]struct {
-		unit  string
-		value float64
-	}{
-		{"OperationLatency", "succeeded"}:       {"Milliseconds", 2000},
-		{"StepsRun", "succeeded"}:               {"Count", 2},
-		{"OperationLatency", "outcome_unknown"}: {"Milliseconds", 300},
-		{"StepsRun", "outcome_unknown"}:         {"Count", 1},
-		{"OutcomeUnknown", ""}:                  {"Count", 1},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v\n%s", got, buf.String())
-	}
-	for k, w := range want {
-		if p, ok := got[k]; !ok || p.Unit != w.unit || p.Value != w.value {
-			t.Errorf("%v = %+v, want %v %v", k, p, w.value, w.unit)
-		}
-	}
+	}, map[emftest.Key]emftest.Want{
+		{Name: "OperationLatency", Dim: "succeeded"}:       {Unit: "Milliseconds", Value: 2000},
+		{Name: "StepsRun", Dim: "succeeded"}:               {Unit: "Count", Value: 2},
+		{Name: "OperationLatency", Dim: "outcome_unknown"}: {Unit: "Milliseconds", Value: 300},
+		{Name: "StepsRun", Dim: "outcome_unknown"}:         {Unit: "Count", Value: 1},
+		{Name: "OutcomeUnknown", Dim: ""}:                  {Unit: "Count", Value: 1},
+	})
 }

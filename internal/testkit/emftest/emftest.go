@@ -1,5 +1,5 @@
 // Package emftest reads CloudWatch Embedded Metric Format output back for tests: every line
-// validated against internal/aws/emf/internal/aws/emf/testdata/emf.schema.json and the rules a schema cannot
+// validated against internal/aws/emf/testdata/emf.schema.json and the rules a schema cannot
 // state, then its metric values.
 package emftest
 
@@ -12,8 +12,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/longrun-dev/longrun/internal/aws/emf"
 )
 
 // Point is one metric value read back from an EMF line.
@@ -115,4 +119,61 @@ func Parse(out []byte) ([]Point, error) {
 		}
 	}
 	return points, sc.Err()
+}
+
+// Key names a point by its metric and the value of one of its dimensions ("" without it).
+type Key struct{ Name, Dim string }
+
+// Want is a point's expected unit and value.
+type Want struct {
+	Unit  string
+	Value float64
+}
+
+// Expect fails t unless points, less those skip drops, are exactly want, keyed by name and
+// the value of dim, each reported once; every point kept must also pass check (its
+// dimensions, say), which reports its own failures.
+func Expect(t testing.TB, points []Point, dim string, skip func(Point) bool, check func(Point), want map[Key]Want) {
+	t.Helper()
+	got := map[Key]Point{}
+	for _, p := range points {
+		if skip != nil && skip(p) {
+			continue
+		}
+		if check != nil {
+			check(p)
+		}
+		k := Key{p.Name, p.Dims[dim]}
+		if _, dup := got[k]; dup {
+			t.Errorf("%v reported twice", k)
+		}
+		got[k] = p
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for k, w := range want {
+		if p, ok := got[k]; !ok || p.Unit != w.Unit || p.Value != w.Value {
+			t.Errorf("%v = %+v, want %v %v", k, p, w.Value, w.Unit)
+		}
+	}
+}
+
+// Encoder is an EMF encoder for service writing into the returned buffer, with the default
+// namespace and no configured dimensions whatever the environment, the clock now (nil: the
+// encoder's own), and every metric it refuses to write failing t.
+func Encoder(t testing.TB, service string, now func() time.Time) (*emf.Encoder, *bytes.Buffer) {
+	t.Helper()
+	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
+	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
+	var buf bytes.Buffer
+	enc, err := emf.New(&buf, service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now != nil {
+		enc.Now = now
+	}
+	enc.OnError = func(err error) { t.Errorf("metric not written: %v", err) }
+	return enc, &buf
 }
