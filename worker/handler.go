@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -23,6 +25,10 @@ type Func[In any] func(ctx context.Context, step Step, input In) (Report, error)
 // [Protocol] (or not JSON) is a failed report with the code [CodeInvalidRequest]: fn did
 // not run.
 func Handler[In any](fn Func[In]) func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+	return handler(fn, nil)
+}
+
+func handler[In any](fn Func[In], log *stepLogger) func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
 	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
 		var req Request
 		err := json.Unmarshal(payload, &req)
@@ -32,8 +38,15 @@ func Handler[In any](fn Func[In]) func(ctx context.Context, payload json.RawMess
 		var rep Report
 		if err != nil {
 			rep = Fail(CodeInvalidRequest, "The invocation is not a step request.", truncate("the payload is not a "+Protocol+" step request: "+err.Error()))
-		} else if rep, err = Run(ctx, fn, req); err != nil {
-			return nil, err
+		} else {
+			start := time.Now()
+			rep, err = Run(ctx, fn, req)
+			if log != nil {
+				log.step(ctx, req, rep, time.Since(start), err)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 		return json.Marshal(rep)
 	}
@@ -42,7 +55,16 @@ func Handler[In any](fn Func[In]) func(ctx context.Context, payload json.RawMess
 // Start runs fn as the Lambda function's handler; it does not return. A worker's main is
 //
 //	func main() { worker.Start(step) }
-func Start[In any](fn Func[In]) { lambda.Start(Handler(fn)) }
+//
+// It writes one JSON line per step to standard output, where Lambda sends it to the
+// function's log group: message "step", with the operation id, the correlation id, the
+// step number, its status (or "error") and duration, in the field names longrun's own
+// functions and Powertools for AWS Lambda use (docs/observability.md). It never logs the
+// input, the carried state or the result.
+func Start[In any](fn Func[In]) {
+	log := newStepLogger(os.Stdout)
+	lambda.Start(handler(fn, &log))
+}
 
 // Run runs fn for req as the Lambda function does, without Lambda: for a team's unit tests.
 // It decodes req.Input into In (a failure is a failed report with the code

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/local/cost"
 )
 
@@ -77,8 +78,13 @@ func TestTwoOperationsOnTheLocalStack(t *testing.T) {
 	if invoked["reconciler"] {
 		t.Error("the reconciler's schedule is in the mix")
 	}
-	// A 1-step and a 5-step operation: at least a Task, a Choice and an end each.
-	if u.Transitions < 3 || u.WRU <= 0 || u.IndexWRU <= 0 || u.RRU <= 0 || u.Events <= 0 || u.AppLogBytes <= 0 {
+	// A 1-step and a 5-step operation: each the path of one Run that ends the work, as the
+	// template has it (retries aside).
+	done, err := stepfunctions.Path("done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Transitions-u.Retries != float64(len(done)) || u.WRU <= 0 || u.IndexWRU <= 0 || u.RRU <= 0 || u.Events <= 0 || u.AppLogBytes <= 0 {
 		t.Errorf("units %+v", u)
 	}
 	if u.SQSRequests != 0 || len(m.mix.SQS) != 0 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 type resource struct {
 	Type       string
 	Properties map[string]any
+	DependsOn  any `json:",omitempty"`
 }
 
 type template struct {
@@ -660,5 +662,79 @@ func TestTracingFromContext(t *testing.T) {
 				t.Errorf("%v: %s tracing %v", tc.context, id, st.Properties["TracingEnabled"])
 			}
 		}
+	}
+}
+
+// CloudFormation refuses a stack whose resources depend on each other in a circle, and only
+// at deployment. The workflows refer to the recorder, and the recorder starts the workflows'
+// executions: it must name them without a reference back (ARNs formatted from their names).
+func TestNoCircularDependencies(t *testing.T) {
+	tpl := dev(t)
+	raw, err := json.Marshal(tpl.Resources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resources map[string]map[string]any
+	if err := json.Unmarshal(raw, &resources); err != nil {
+		t.Fatal(err)
+	}
+	deps := map[string]map[string]bool{}
+	var walk func(from string, v any)
+	walk = func(from string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				switch s, _ := x.(string); {
+				case k == "Ref" && s != "":
+					deps[from][s] = true
+				case k == "Fn::GetAtt":
+					if a, ok := x.([]any); ok && len(a) > 0 {
+						deps[from][a[0].(string)] = true
+					}
+				case k == "Fn::Sub" && s != "":
+					for _, m := range regexp.MustCompile(`\$\{([A-Za-z0-9]+)[.}]`).FindAllStringSubmatch(s, -1) {
+						deps[from][m[1]] = true
+					}
+				}
+				walk(from, x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(from, x)
+			}
+		}
+	}
+	for id, r := range resources {
+		deps[id] = map[string]bool{}
+		walk(id, r["Properties"])
+		switch d := r["DependsOn"].(type) {
+		case string:
+			deps[id][d] = true
+		case []any:
+			for _, x := range d {
+				deps[id][x.(string)] = true
+			}
+		}
+	}
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(id string, path []string)
+	visit = func(id string, path []string) {
+		if _, ok := resources[id]; !ok || state[id] == 2 {
+			return
+		}
+		if state[id] == 1 {
+			t.Fatalf("a circular dependency: %v", append(path, id))
+		}
+		state[id] = 1
+		for d := range deps[id] {
+			visit(d, append(path, id))
+		}
+		state[id] = 2
+	}
+	for id := range resources {
+		visit(id, nil)
+	}
+	if len(resources) < 20 {
+		t.Fatalf("only %d resources read", len(resources))
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// One operation's log lines across the api, dispatcher, recorder and notifier share its
+// One operation's log lines across the api, dispatcher, worker, recorder and notifier share its
 // correlation_id (born at admission from the caller's traceparent) and operation_id, in the
 // field names Powertools uses; its events carry the correlation id too.
 func TestOneOperationsLogsShareItsCorrelationID(t *testing.T) {
@@ -27,7 +27,7 @@ func TestOneOperationsLogsShareItsCorrelationID(t *testing.T) {
 		}
 	}
 	// The notifier logs after it published; give the file a moment.
-	want := map[string]bool{"api": false, "dispatcher": false, "recorder": false, "notifier": false}
+	want := map[string]bool{"api": false, "dispatcher": false, "recorder": false, "notifier": false, "worker-demo-task": false}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		missing := false
 		for fn, lines := range linesOf(t, id) {
