@@ -2,7 +2,8 @@
 // [Longrun] to a stack of its own CDK app, hands it the operation types' definitions file
 // and the worker functions it builds and owns, and gets the whole deployment: the DynamoDB
 // table and its stream mappings, longrun's own five functions (api, dispatcher, notifier,
-// recorder, reconciler), one Step Functions state machine per worker, the REST API with its
+// recorder, reconciler), two Step Functions state machines per worker (its own and its resume
+// state machine, [Longrun.ResumeStateMachines]), the REST API with its
 // authorizer, the event bus (or the team's), the reconciler's schedule, dead-letter queues,
 // a dashboard and alarms, and tracing (X-Ray and the ADOT collector layer; [TracingOptions]).
 //

@@ -79,10 +79,10 @@ func TestTheAppDeploysTheTypeItsWorkerAndTheSubscriber(t *testing.T) {
 	if workerID == "" {
 		t.Fatal("no worker function")
 	}
-	// One workflow, for the provisioner; longrun's recorder, which runs its steps, may invoke
-	// the worker.
+	// One workflow for the provisioner, and its resume state machine (on which the work goes
+	// on after a wait); longrun's recorder, which runs its steps, may invoke the worker.
 	machines := of(res, "AWS::StepFunctions::StateMachine")
-	if len(machines) != 1 {
+	if len(machines) != 2 {
 		t.Fatalf("%d state machines", len(machines))
 	}
 	invokes := false
