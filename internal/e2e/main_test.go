@@ -10,11 +10,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,6 +79,9 @@ func run(m *testing.M) int {
 	// against the public worker package), as a team serves longrun's beside its own.
 	opts := devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases, ReconcileEvery: 500 * time.Millisecond,
 		Quota: 5000, PrincipalQuota: 5000, TraceFile: suiteTraceFile(root),
+		// The stack's own warnings (an integration that failed, a stream batch retried) go
+		// to the log file beside the functions' lines, as "stack | {…}".
+		Log:       slog.New(slog.NewJSONHandler(prefixed{logFile, "stack | ", &sync.Mutex{}}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		TypesFile: filepath.Join(root, "internal", "core", "optype", "builtin.types.yaml") + "," + filepath.Join(root, "internal", "e2e", "testdata", "e2e.types.yaml")}
 	// By default the stack's DynamoDB refuses overlapping transactions as DynamoDB on AWS
 	// does (each holds its items 10–20 ms); LONGRUN_E2E_CONFLICTS=0 runs on plain DynamoDB
@@ -238,3 +243,19 @@ func executions(t testing.TB, id string) int {
 }
 
 func store() *dynamo.Store { return dynamo.New(stack.DynamoDB, stack.Table) }
+
+// prefixed writes each write (slog writes a line at a time) after prefix, under its lock.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+	mu     *sync.Mutex
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := io.WriteString(p.w, p.prefix); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
+}

@@ -365,3 +365,35 @@ func TestServeAnswersBothWorkflows(t *testing.T) {
 		t.Fatalf("run: %+v %v", d, err)
 	}
 }
+
+// Two Runs of one execution at once (a retry while the first still runs) hand the work on
+// once: one fact names the next execution, and both name the same one.
+func TestRacingHandBacksRecordOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ex := &executions{}
+		f.rec.Executions = ex
+		for trial := range 5 {
+			id := f.newOp()
+			s := &script{clock: f.clock, answers: []any{`{"status":"continue","state":{"n":1},"wait":true}`}}
+			f.rec.Invoker = s
+			var wg sync.WaitGroup
+			decisions := make([]recorder.Decision, 2)
+			errs := make([]error, 2)
+			for i := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					decisions[i], errs[i] = f.rec.Run(context.Background(), recorder.Call{State: recorder.Input{OperationID: id}, Worker: "w"})
+				}()
+			}
+			wg.Wait()
+			ref, _ := ex.Ref("test-poll", true, id+"-1")
+			op := f.load(id)
+			// accepted, started, step 1's progress, the next execution: whoever won each.
+			if errs[0] != nil || errs[1] != nil || decisions[0].ContinuedIn != id+"-1" || decisions[1].ContinuedIn != id+"-1" ||
+				op.Execution != ref || op.Version != 4 {
+				t.Fatalf("trial %d: %v %v, %+v %+v, execution %s, %d facts", trial, errs[0], errs[1], decisions[0], decisions[1], op.Execution, op.Version)
+			}
+		}
+	})
+}
