@@ -26,7 +26,7 @@ import (
 // that ended outcome_unknown (each holds its lock and quota slot). Alarms carry no actions:
 // each account routes them its own way.
 func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambda.Function, workers map[string]awslambda.IFunction,
-	dlqs map[string]awssqs.Queue, machines map[string]awsstepfunctions.StateMachine, name func(string) *string) {
+	dlqs map[string]awssqs.Queue, machines, resumes map[string]awsstepfunctions.StateMachine, name func(string) *string) {
 	alarm := func(id string, metric awscloudwatch.IMetric, desc string) {
 		awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName:          name(id),
@@ -61,6 +61,13 @@ func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambd
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 		}), "Executions of the "+m+" workflow failed: a definition or runtime error (every task error is caught; a recorder that keeps failing ends in Unrecorded, which succeeds).")
 	}
+	// The resume state machines run the same definition after a wait.
+	for _, m := range sorted(resumes) {
+		alarm(cdkid.Title(m)+"ResumeExecutionsFailed", resumes[m].MetricFailed(&awscloudwatch.MetricOptions{
+			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
+		}), "Executions of the "+m+" resume workflow failed: a definition or runtime error (every task error is caught).")
+	}
+
 	// logMetric counts (value "1") or reads (a JSON path) what a function's log lines matching
 	// pattern say, as metric in the stage's namespace.
 	logMetric := func(id, fn, pattern, metric, value string) awslogs.MetricFilter {

@@ -329,7 +329,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	// The outputs are the app's: not the one RestApi adds by itself.
 	lr.API.Node().TryRemoveChild(jsii.String("Endpoint"))
 	lr.APIURL = lr.API.Url()
-	newAlarms(c, props, lr.Functions, props.Workers, dlqs, lr.StateMachines, name)
+	newAlarms(c, props, lr.Functions, props.Workers, dlqs, lr.StateMachines, lr.ResumeStateMachines, name)
 	newMetricAlarms(c, props, metrics, lr.API, served.registry, name)
 	lr.Dashboard = newDashboard(c, props, metrics, lr, served.registry, name)
 	return lr

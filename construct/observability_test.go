@@ -349,7 +349,7 @@ func TestMetricAlarms(t *testing.T) {
 		}
 	}
 	// The existing ones are still there.
-	for _, name := range []string{"OutcomeUnknown", "OutcomeUnknownWaiting", "QuotaExceeded", "StuckOperations", "RecorderErrors", "WorkerMailerErrors", "MailerExecutionsFailed", "DispatcherDeadLettersVisible"} {
+	for _, name := range []string{"OutcomeUnknown", "OutcomeUnknownWaiting", "QuotaExceeded", "StuckOperations", "RecorderErrors", "WorkerMailerErrors", "MailerExecutionsFailed", "MailerResumeExecutionsFailed", "DispatcherDeadLettersVisible"} {
 		tpl.alarm(t, "longrun-prod-"+name)
 	}
 }

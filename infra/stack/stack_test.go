@@ -545,7 +545,8 @@ func TestAlarms(t *testing.T) {
 	fns := len(tpl.of("AWS::Lambda::Function"))
 	types := len(optype.Deployed(true).Types()) // dev serves the demo types
 	if metrics["ApproximateNumberOfMessagesVisible"] != len(tpl.of("AWS::SQS::Queue")) || metrics["Errors"] != fns ||
-		metrics["StuckOperationsRepaired"] != 1 || metrics["ExecutionsFailed"] != 2 ||
+		// every state machine's failed executions: each worker's and its resume state machine's
+		metrics["StuckOperationsRepaired"] != 1 || metrics["ExecutionsFailed"] != len(tpl.of("AWS::StepFunctions::StateMachine")) ||
 		metrics["+5XXError+Count"] != 1 || metrics["+TransactionConflicts+TransactionConflicts+TransactionConflicts+TransactionConflicts+TransactionConflicts"] != 1 ||
 		metrics["DispatchLag"] != types || metrics["+OutcomeUnknown+OutcomeUnknown"] != types {
 		t.Fatalf("alarms by metric: %v", metrics)
