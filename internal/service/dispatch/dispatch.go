@@ -144,8 +144,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 	var lag time.Duration
 	var typeName string
 	var recorded bool // whether the appended facts (of the last attempt) are dispatched
+	var canceled *operation.Fact
 	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
-		recorded = false
+		recorded, canceled = false, nil
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		if !linked {
 			linked = tracelink.AddLink(span, op.Traceparent)
@@ -154,7 +155,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 		case op.State == operation.Cancelling && untouched(op):
 			// Cancellation intent with nothing dispatched or started (a bare cancel_requested;
 			// the API itself writes canceled with it): no step ran or can run, so it is over.
-			return []operation.Fact{d.fact(operation.KindCanceled, "")}, nil
+			f := d.fact(operation.KindCanceled, "")
+			canceled = &f
+			return []operation.Fact{f}, nil
 		case op.State != operation.Accepted:
 			return nil, nil // dispatched, running, cancelling, settled: not the dispatcher's
 		}
@@ -183,6 +186,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 	}
 	if recorded {
 		d.metric("DispatchLag", "Milliseconds", float64(max(lag, 0).Milliseconds()), "Type", typeName)
+	}
+	if canceled != nil { // an outcome: no step ran
+		for _, m := range operation.OutcomeMeasures(op, operation.KindCanceled, 0, canceled.At) {
+			d.metric(m.Name, m.Unit, m.Value, m.Dims...)
+		}
 	}
 	// Cancellation won the race after this call started an execution, before any step began:
 	// stop it, so the only execution there ever was does no more work. Its worker would find

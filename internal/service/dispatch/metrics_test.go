@@ -69,3 +69,24 @@ func TestDeadLettersAreCounted(t *testing.T) {
 		t.Fatalf("%d DispatchLag points for a poison record", n)
 	}
 }
+
+// Work canceled before it was dispatched is an outcome: it reports accept → outcome latency
+// and no steps, as every writer of an outcome does, once.
+func TestCancelFirstIsMeasuredAsAnOutcome(t *testing.T) {
+	f := newFixture(t)
+	buf := withMetrics(t, f)
+	id := f.accepted()
+	if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindCancelRequested, At: time.Now(), Source: operation.SourceClient}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := f.d.Dispatch(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lat, steps := points(t, buf, "OperationLatency"), points(t, buf, "StepsRun")
+	if f.load(id).State != operation.Canceled || len(lat) != 1 || lat[0].Dims["Outcome"] != "canceled" || lat[0].Unit != "Milliseconds" ||
+		len(steps) != 1 || steps[0].Value != 0 || len(points(t, buf, "DispatchLag")) != 0 {
+		t.Fatalf("latency %+v, steps %+v\n%s", lat, steps, buf)
+	}
+}

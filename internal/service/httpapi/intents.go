@@ -39,6 +39,12 @@ func (h *Handler) cancel(ctx context.Context, ev events.APIGatewayProxyRequest, 
 	resp, err := representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
 	if !already {
 		resp.status = http.StatusAccepted
+		if op.State == operation.Canceled && h.Metrics != nil {
+			// Canceled before it was dispatched: an outcome, and no step ran.
+			for _, m := range operation.OutcomeMeasures(op, operation.KindCanceled, 0, op.UpdatedAt) {
+				h.Metrics.Add(m.Name, m.Unit, m.Value, m.Dims...)
+			}
+		}
 	}
 	return resp, err
 }

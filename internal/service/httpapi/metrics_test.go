@@ -12,6 +12,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/emf"
+	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/testkit/emftest"
 )
 
@@ -136,4 +137,33 @@ func TestStoreCountsConflictsAndRetries(t *testing.T) {
 	if want := map[string]float64{"TransactionConflicts": 2, "StoreRetries": 8}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v\n%s", got, want, buf.String())
 	}
+}
+
+// A cancel that ends work before it was dispatched is an outcome, measured once as every
+// writer of an outcome measures it; a cancel of running work is not (its outcome comes
+// later, from whoever records it).
+func TestCancelBeforeDispatchIsMeasuredAsAnOutcome(t *testing.T) {
+	t.Setenv("LONGRUN_METRICS_NAMESPACE", "")
+	t.Setenv("LONGRUN_METRICS_DIMENSIONS", "")
+	var buf bytes.Buffer
+	e := newEnv(t, withMetrics(&buf))
+	id := e.admit("k-m1", demo("m1")).json["operationId"].(string)
+	e.clock.Set(e.clock.Now().Add(1500 * time.Millisecond))
+	e.cancel(id, "alice")
+	e.cancel(id, "alice") // repeated: nothing new
+	running := e.admit("k-m2", demo("m2")).json["operationId"].(string)
+	e.append(running, operation.KindDispatched, operation.KindStarted)
+	e.cancel(running, "alice")
+	points, err := emftest.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	emftest.Expect(t, points, "Outcome", func(p emftest.Point) bool { return p.Name == "Admissions" }, func(p emftest.Point) {
+		if p.Dims["Type"] != "demo.task" || p.Dims["Service"] != "longrun-api" {
+			t.Errorf("dimensions %+v", p)
+		}
+	}, map[emftest.Key]emftest.Want{
+		{Name: "OperationLatency", Dim: "canceled"}: {Unit: "Milliseconds", Value: 1500},
+		{Name: "StepsRun", Dim: "canceled"}:         {Unit: "Count", Value: 0},
+	})
 }

@@ -102,13 +102,12 @@ func (r *Reconciler) metric(name, unit string, value float64, dims ...string) {
 // steps run are known only when none had started: after a start, a step may have been in
 // flight when the execution ended or was stopped, so its count is not reported.
 func (r *Reconciler) settled(op operation.Operation, kind operation.Kind, at time.Time) {
-	outcome := string(kind)
-	r.metric("OperationLatency", "Milliseconds", float64(max(at.Sub(op.CreatedAt), 0).Milliseconds()), "Type", op.Type, "Outcome", outcome)
+	steps := -1
 	if !op.Started {
-		r.metric("StepsRun", "Count", 0, "Type", op.Type, "Outcome", outcome)
+		steps = 0
 	}
-	if kind == operation.KindOutcomeUnknown {
-		r.metric("OutcomeUnknown", "Count", 1, "Type", op.Type)
+	for _, m := range operation.OutcomeMeasures(op, kind, steps, at) {
+		r.metric(m.Name, m.Unit, m.Value, m.Dims...)
 	}
 }
 

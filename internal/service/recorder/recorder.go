@@ -154,11 +154,8 @@ func (r *Recorder) metric(name, unit string, value float64, dims ...string) {
 // settled reports an outcome recorded at at: accept → outcome latency, steps run, and
 // outcome_unknown counted on its own (it waits for an operator).
 func (r *Recorder) settled(op operation.Operation, kind operation.Kind, steps int, at time.Time) {
-	outcome := string(kind)
-	r.metric("OperationLatency", "Milliseconds", float64(max(at.Sub(op.CreatedAt), 0).Milliseconds()), "Type", op.Type, "Outcome", outcome)
-	r.metric("StepsRun", "Count", float64(max(steps, 0)), "Type", op.Type, "Outcome", outcome)
-	if kind == operation.KindOutcomeUnknown {
-		r.metric("OutcomeUnknown", "Count", 1, "Type", op.Type)
+	for _, m := range operation.OutcomeMeasures(op, kind, max(steps, 0), at) {
+		r.metric(m.Name, m.Unit, m.Value, m.Dims...)
 	}
 }
 
