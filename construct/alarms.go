@@ -43,29 +43,30 @@ func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambd
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
 		}), "Records the "+q+" could not process are waiting in its dead-letter queue.")
 	}
+	// Errors and failed executions are counted over 5 minutes.
+	sum := func() *awscloudwatch.MetricOptions {
+		return &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
+	}
 	for _, f := range sorted(fns) {
-		alarm(cdkid.Title(f)+"Errors", fns[f].MetricErrors(&awscloudwatch.MetricOptions{
-			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
-		}), "The "+f+" function failed invocations.")
+		alarm(cdkid.Title(f)+"Errors", fns[f].MetricErrors(sum()), "The "+f+" function failed invocations.")
 	}
 	// A worker's failed invocations are steps recorded outcome_unknown (worker_error): the
 	// worker is the team's, the alarm longrun's, beside its workflow's.
 	for _, w := range sorted(machines) {
 		f := stepfunctions.FunctionName(w)
-		alarm(cdkid.Title(f)+"Errors", workers[w].MetricErrors(&awscloudwatch.MetricOptions{
-			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
-		}), "The "+w+" worker's function failed invocations (each a step recorded outcome_unknown).")
+		alarm(cdkid.Title(f)+"Errors", workers[w].MetricErrors(sum()),
+			"The "+w+" worker's function failed invocations (each a step recorded outcome_unknown).")
 	}
-	for _, m := range sorted(machines) {
-		alarm(cdkid.Title(m)+"ExecutionsFailed", machines[m].MetricFailed(&awscloudwatch.MetricOptions{
-			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
-		}), "Executions of the "+m+" workflow failed: a definition or runtime error (every task error is caught; a recorder that keeps failing ends in Unrecorded, which succeeds).")
-	}
-	// The resume state machines run the same definition after a wait.
-	for _, m := range sorted(resumes) {
-		alarm(cdkid.Title(m)+"ResumeExecutionsFailed", resumes[m].MetricFailed(&awscloudwatch.MetricOptions{
-			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
-		}), "Executions of the "+m+" resume workflow failed: a definition or runtime error (every task error is caught).")
+	// Each type's state machine, and its resume state machine (the same definition after a
+	// wait).
+	for _, kind := range []struct {
+		machines map[string]awsstepfunctions.StateMachine
+		id, what string
+	}{{machines, "ExecutionsFailed", "workflow"}, {resumes, "ResumeExecutionsFailed", "resume workflow"}} {
+		for _, m := range sorted(kind.machines) {
+			alarm(cdkid.Title(m)+kind.id, kind.machines[m].MetricFailed(sum()), "Executions of the "+m+" "+kind.what+
+				" failed: a definition or runtime error (every task error is caught; a recorder that keeps failing ends in Unrecorded, which succeeds).")
+		}
 	}
 
 	// logMetric counts (value "1") or reads (a JSON path) what a function's log lines matching

@@ -70,23 +70,20 @@ func (i *Invoker) Invoke(ctx context.Context, function string, payload []byte, t
 	if out.FunctionError != nil {
 		var fe functionError
 		_ = json.Unmarshal(out.Payload, &fe)
-		return nil, functionFailure(aws.ToString(out.FunctionError), fe)
+		return nil, functionFailure(fe)
 	}
 	return out.Payload, nil
 }
 
 // functionFailure names a failed function's error: a function that ran out of its own
 // timeout is the step's timeout, whichever way the runtime words it.
-func functionFailure(kind string, fe functionError) *step.InvokeError {
+func functionFailure(fe functionError) *step.InvokeError {
 	if fe.ErrorType == "Sandbox.Timedout" || strings.Contains(fe.ErrorMessage, "Task timed out") {
 		return &step.InvokeError{Name: step.ErrTimeout, Cause: fe.ErrorMessage}
 	}
 	name := fe.ErrorType
 	if name == "" {
 		name = "Lambda.Unknown" // as Step Functions names a failure without a type
-	}
-	if kind != "" && kind != "Unhandled" && kind != "Handled" {
-		name = kind
 	}
 	return &step.InvokeError{Name: name, Cause: fe.ErrorMessage}
 }

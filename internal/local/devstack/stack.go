@@ -162,7 +162,11 @@ func functions(file *optype.File, builtin bool, workerEnv map[string]string) ([]
 		longest = max(longest, t.StepTimeout)
 	}
 	// The recorder waits for each step it runs, as on AWS (sizing.RecorderTimeout).
-	fs[3].timeout = int32(sizing.RecorderTimeout(longest) / time.Second)
+	for i := range fs {
+		if fs[i].name == "recorder" {
+			fs[i].timeout = int32(sizing.RecorderTimeout(longest) / time.Second)
+		}
+	}
 	for _, w := range types.Workers() {
 		f := function{name: stepfunctions.FunctionName(w), concurrency: 32}
 		for _, t := range types.Types() {

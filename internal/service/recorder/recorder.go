@@ -294,8 +294,8 @@ func Unrecorded(in Input, cancelRequested bool) (f operation.Fact, ok bool) {
 // next. It is safe to call again with the same input (the workflow retries it): a fact
 // already recorded is not recorded twice, and a decision is made from the facts as they are.
 func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
-	d, _, err := r.handle(ctx, in, pace{})
-	return d, err
+	h, err := r.handle(ctx, in, pace{})
+	return h.Decision, err
 }
 
 // handled is what handle came to: the decision, whether it recorded progress, and the
@@ -314,13 +314,8 @@ type pace struct {
 	quiet bool
 }
 
-// handle is Handle paced; progressed reports whether it recorded a progress fact.
-func (r *Recorder) handle(ctx context.Context, in Input, p pace) (Decision, bool, error) {
-	h, err := r.handleOp(ctx, in, p)
-	return h.Decision, h.progressed, err
-}
-
-func (r *Recorder) handleOp(ctx context.Context, in Input, p pace) (_ handled, _ error) {
+// handle is Handle paced by p.
+func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error) {
 	progressed := false
 	id := in.OperationID
 	var next step.Request

@@ -19,8 +19,8 @@ import (
 // Invoker invokes a worker's function for one step and returns its answer, or how the
 // invocation failed (*step.InvokeError); it waits at most timeout, the step's stepTimeout,
 // as the workflow's Task state did when it invoked the worker (on AWS the worker's own
-// function timeout, the same stepTimeout, usually ends it first: a step_timeout either way). internal/aws/lambdainvoke
-// is the one on AWS.
+// function timeout, the same stepTimeout, usually ends it first: a step_timeout either
+// way). internal/aws/lambdainvoke is the one on AWS.
 type Invoker interface {
 	Invoke(ctx context.Context, function string, payload []byte, timeout time.Duration) ([]byte, error)
 }
@@ -111,7 +111,7 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 		h, err := r.handleRetrying(ctx, in, p)
 		d, progressed := h.Decision, h.progressed
 		if err != nil {
-			if req := in.ran(); req != nil && ran > 0 {
+			if req := in.ran(); req != nil {
 				// The step's end is only in this invocation: hand it to the workflow, which
 				// ends in Unrecorded with it, for the reconciler.
 				r.Log.ErrorContext(ctx, "step end not recorded", "operation_id", req.OperationID, "step", req.Step, "error", err)
@@ -160,12 +160,12 @@ func (r *Recorder) fits(ctx context.Context, start time.Time, stepTimeout time.D
 	return !ok || time.Until(deadline) >= stepTimeout+recordReserve
 }
 
-// handleRetrying is handleOp, tried again a few times when the store fails: a step's end
+// handleRetrying is handle, tried again a few times when the store fails: a step's end
 // that cannot be recorded now is lost to the next Run.
 func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (handled, error) {
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		h, err := r.handleOp(ctx, in, p)
+		h, err := r.handle(ctx, in, p)
 		if err == nil || attempt == 4 || in.ran() == nil {
 			return h, err
 		}

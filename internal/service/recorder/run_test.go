@@ -147,53 +147,55 @@ func TestRunRunsTheStepsInOneInvocation(t *testing.T) {
 
 // Steps slower than ProgressEvery record their progress as they complete.
 func TestRunRecordsTheProgressOfSlowSteps(t *testing.T) {
-	f := newFixture(t)
-	id := f.newOp()
-	var seen []int
-	s := &script{takes: 2 * recorder.ProgressEvery, answers: []any{
-		`{"status":"continue","progress":{"totalSteps":3,"message":"one"}}`,
-		`{"status":"continue","progress":{"totalSteps":3,"message":"two"}}`,
-		`{"status":"succeeded"}`,
-	}}
-	s.during = func(n int) {
-		if op := f.load(id); op.Progress != nil {
-			seen = append(seen, op.Progress.CompletedSteps)
-		} else {
-			seen = append(seen, 0)
+	eachStore(t, func(t *testing.T, f *fixture) {
+		id := f.newOp()
+		var seen []int
+		s := &script{takes: 2 * recorder.ProgressEvery, answers: []any{
+			`{"status":"continue","progress":{"totalSteps":3,"message":"one"}}`,
+			`{"status":"continue","progress":{"totalSteps":3,"message":"two"}}`,
+			`{"status":"succeeded"}`,
+		}}
+		s.during = func(n int) {
+			if op := f.load(id); op.Progress != nil {
+				seen = append(seen, op.Progress.CompletedSteps)
+			} else {
+				seen = append(seen, 0)
+			}
 		}
-	}
-	if d := f.run(s, recorder.Input{OperationID: id}); d.Next != recorder.NextDone {
-		t.Fatalf("decision %+v", d)
-	}
-	if fmt.Sprint(seen) != "[0 1 2]" || f.load(id).Version != 5 {
-		t.Fatalf("progress seen during the steps %v, facts %d; want [0 1 2] and 5", seen, f.load(id).Version)
-	}
+		if d := f.run(s, recorder.Input{OperationID: id}); d.Next != recorder.NextDone {
+			t.Fatalf("decision %+v", d)
+		}
+		if fmt.Sprint(seen) != "[0 1 2]" || f.load(id).Version != 5 {
+			t.Fatalf("progress seen during the steps %v, facts %d; want [0 1 2] and 5", seen, f.load(id).Version)
+		}
+	})
 }
 
 // Intent is checked before every step a Run runs: a cancel during step 2 stops the work
 // before step 3, and a failing step records no more steps.
 func TestRunGatesEveryStep(t *testing.T) {
-	f := newFixture(t)
-	id := f.newOp()
-	s := &script{answers: []any{`{"status":"continue"}`, `{"status":"continue"}`, `{"status":"succeeded"}`}}
-	s.during = func(n int) {
-		if n == 2 {
-			dynamotest.Cancel(t, f.store, id)
+	eachStore(t, func(t *testing.T, f *fixture) {
+		id := f.newOp()
+		s := &script{answers: []any{`{"status":"continue"}`, `{"status":"continue"}`, `{"status":"succeeded"}`}}
+		s.during = func(n int) {
+			if n == 2 {
+				dynamotest.Cancel(t, f.store, id)
+			}
 		}
-	}
-	if d := f.run(s, recorder.Input{OperationID: id}); d.Next != recorder.NextDone {
-		t.Fatalf("decision %+v", d)
-	}
-	if op := f.load(id); op.State != operation.Canceled || len(s.requests) != 2 || op.Progress == nil || op.Progress.CompletedSteps != 2 {
-		t.Fatalf("%s after %d steps, progress %+v; want canceled after 2 with 2 completed", op.State, len(s.requests), op.Progress)
-	}
+		if d := f.run(s, recorder.Input{OperationID: id}); d.Next != recorder.NextDone {
+			t.Fatalf("decision %+v", d)
+		}
+		if op := f.load(id); op.State != operation.Canceled || len(s.requests) != 2 || op.Progress == nil || op.Progress.CompletedSteps != 2 {
+			t.Fatalf("%s after %d steps, progress %+v; want canceled after 2 with 2 completed", op.State, len(s.requests), op.Progress)
+		}
 
-	id2 := f.newOp()
-	s2 := &script{answers: []any{`{"status":"continue"}`, `{"status":"failed","problem":{"code":"no_rows","title":"No rows"}}`}}
-	f.run(s2, recorder.Input{OperationID: id2})
-	if op := f.load(id2); op.State != operation.Failed || op.Problem.Code != "no_rows" || op.Progress == nil || op.Progress.CompletedSteps != 1 {
-		t.Fatalf("%s %+v %+v", op.State, op.Problem, op.Progress)
-	}
+		id2 := f.newOp()
+		s2 := &script{answers: []any{`{"status":"continue"}`, `{"status":"failed","problem":{"code":"no_rows","title":"No rows"}}`}}
+		f.run(s2, recorder.Input{OperationID: id2})
+		if op := f.load(id2); op.State != operation.Failed || op.Problem.Code != "no_rows" || op.Progress == nil || op.Progress.CompletedSteps != 1 {
+			t.Fatalf("%s %+v %+v", op.State, op.Problem, op.Progress)
+		}
+	})
 }
 
 // A Run hands the work on when the worker asks to wait (to the resume state machine, which
@@ -201,82 +203,84 @@ func TestRunGatesEveryStep(t *testing.T) {
 // the next execution is recorded, then started, named after the operation and a count, and
 // goes on from the state the Run handed it.
 func TestRunHandsTheWorkOn(t *testing.T) {
-	f := newFixture(t)
-	ex := &executions{}
-	f.rec.Executions = ex
-	id := f.newOp()
-	s := &script{answers: []any{`{"status":"continue","state":{"n":1},"wait":true}`, `{"status":"continue","state":{"n":2}}`, `{"status":"succeeded"}`}}
-	w := f.run(s, recorder.Input{OperationID: id, CorrelationID: "corr-1"})
-	st := ex.last(t)
-	ref, _ := ex.Ref("test-poll", true, id+"-1")
-	if w.Next != recorder.NextWait || w.WaitSeconds != 20 || w.ContinuedIn != id+"-1" || len(s.requests) != 1 ||
-		st.workflow != "test-poll" || !st.resume || st.name != id+"-1" || st.input.Continuation != 1 || st.input.CorrelationID != "corr-1" {
-		t.Fatalf("a wait goes on in the resume state machine: %+v, started %+v after %d steps", w, st, len(s.requests))
-	}
-	if op := f.load(id); op.Execution != ref {
-		t.Fatalf("the next execution is recorded: %q, want %q", op.Execution, ref)
-	}
-	// The workflow's state reaches the next execution's Run as it was handed over.
-	if d := st.input.Gate.Decision; d.Next != recorder.NextWait || d.Request.Step != 2 || string(d.Request.State) != `{"n":1}` || d.WaitSeconds != 20 {
-		t.Fatalf("handed over: %+v", d)
-	}
-	f.clock.Add(20 * time.Second)
-	// An invocation with 45 s left: step 2 runs (the first of a Run always does), step 3
-	// (30 s and the time to record it) does not fit.
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-	defer cancel()
-	c, err := f.rec.Run(ctx, recorder.Call{State: st.input, Worker: "w"})
-	st2 := ex.last(t)
-	if err != nil || c.Next != recorder.NextContinue || st2.resume || st2.name != id+"-2" || st2.input.Continuation != 2 ||
-		st2.input.Gate.Decision.Request.Step != 3 || string(st2.input.Gate.Decision.Request.State) != `{"n":2}` || len(s.requests) != 2 {
-		t.Fatalf("continue: %+v %v, started %+v after %d steps", c, err, st2, len(s.requests))
-	}
-	if op := f.load(id); op.Progress == nil || op.Progress.CompletedSteps != 2 {
-		t.Fatalf("progress is recorded before the work goes on: %+v", op.Progress)
-	}
-	if d := f.run(s, st2.input); d.Next != recorder.NextDone || f.load(id).State != operation.Succeeded {
-		t.Fatalf("the next Run ends it: %+v %s", d, f.load(id).State)
-	}
-	if string(s.requests[2].State) != `{"n":2}` || s.requests[2].Step != 3 || len(ex.started) != 2 {
-		t.Fatalf("step 3 got %+v; %d executions started", s.requests[2], len(ex.started))
-	}
-	// A retried Run that handed over before starts nothing new: the name is the same.
-	before := f.load(id).Version
-	id2 := f.newOp()
-	s2 := &script{answers: []any{`{"status":"continue","wait":true}`, `{"status":"continue","wait":true}`}}
-	f.run(s2, recorder.Input{OperationID: id2})
-	v := f.load(id2).Version
-	f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id2})
-	if f.load(id2).Version != v || ex.last(t).name != id2+"-1" || f.load(id).Version != before {
-		t.Fatalf("a retried Run recorded again: v%d → v%d, last start %s", v, f.load(id2).Version, ex.last(t).name)
-	}
-	// RunBudget bounds a Run as the invocation's deadline does.
-	f.rec.RunBudget = time.Second
-	defer func() { f.rec.RunBudget = 0 }()
-	id3 := f.newOp()
-	s3 := &script{takes: 2 * time.Second, answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
-	if d := f.run(s3, recorder.Input{OperationID: id3}); d.Next != recorder.NextContinue || len(s3.requests) != 1 {
-		t.Fatalf("run budget: %+v after %d steps", d, len(s3.requests))
-	}
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ex := &executions{}
+		f.rec.Executions = ex
+		id := f.newOp()
+		s := &script{answers: []any{`{"status":"continue","state":{"n":1},"wait":true}`, `{"status":"continue","state":{"n":2}}`, `{"status":"succeeded"}`}}
+		w := f.run(s, recorder.Input{OperationID: id, CorrelationID: "corr-1"})
+		st := ex.last(t)
+		ref, _ := ex.Ref("test-poll", true, id+"-1")
+		if w.Next != recorder.NextWait || w.WaitSeconds != 20 || w.ContinuedIn != id+"-1" || len(s.requests) != 1 ||
+			st.workflow != "test-poll" || !st.resume || st.name != id+"-1" || st.input.Continuation != 1 || st.input.CorrelationID != "corr-1" {
+			t.Fatalf("a wait goes on in the resume state machine: %+v, started %+v after %d steps", w, st, len(s.requests))
+		}
+		if op := f.load(id); op.Execution != ref {
+			t.Fatalf("the next execution is recorded: %q, want %q", op.Execution, ref)
+		}
+		// The workflow's state reaches the next execution's Run as it was handed over.
+		if d := st.input.Gate.Decision; d.Next != recorder.NextWait || d.Request.Step != 2 || string(d.Request.State) != `{"n":1}` || d.WaitSeconds != 20 {
+			t.Fatalf("handed over: %+v", d)
+		}
+		f.clock.Add(20 * time.Second)
+		// An invocation with 45 s left: step 2 runs (the first of a Run always does), step 3
+		// (30 s and the time to record it) does not fit.
+		ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+		defer cancel()
+		c, err := f.rec.Run(ctx, recorder.Call{State: st.input, Worker: "w"})
+		st2 := ex.last(t)
+		if err != nil || c.Next != recorder.NextContinue || st2.resume || st2.name != id+"-2" || st2.input.Continuation != 2 ||
+			st2.input.Gate.Decision.Request.Step != 3 || string(st2.input.Gate.Decision.Request.State) != `{"n":2}` || len(s.requests) != 2 {
+			t.Fatalf("continue: %+v %v, started %+v after %d steps", c, err, st2, len(s.requests))
+		}
+		if op := f.load(id); op.Progress == nil || op.Progress.CompletedSteps != 2 {
+			t.Fatalf("progress is recorded before the work goes on: %+v", op.Progress)
+		}
+		if d := f.run(s, st2.input); d.Next != recorder.NextDone || f.load(id).State != operation.Succeeded {
+			t.Fatalf("the next Run ends it: %+v %s", d, f.load(id).State)
+		}
+		if string(s.requests[2].State) != `{"n":2}` || s.requests[2].Step != 3 || len(ex.started) != 2 {
+			t.Fatalf("step 3 got %+v; %d executions started", s.requests[2], len(ex.started))
+		}
+		// A retried Run that handed over before starts nothing new: the name is the same.
+		before := f.load(id).Version
+		id2 := f.newOp()
+		s2 := &script{answers: []any{`{"status":"continue","wait":true}`, `{"status":"continue","wait":true}`}}
+		f.run(s2, recorder.Input{OperationID: id2})
+		v := f.load(id2).Version
+		f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id2})
+		if f.load(id2).Version != v || ex.last(t).name != id2+"-1" || f.load(id).Version != before {
+			t.Fatalf("a retried Run recorded again: v%d → v%d, last start %s", v, f.load(id2).Version, ex.last(t).name)
+		}
+		// RunBudget bounds a Run as the invocation's deadline does.
+		f.rec.RunBudget = time.Second
+		defer func() { f.rec.RunBudget = 0 }()
+		id3 := f.newOp()
+		s3 := &script{takes: 2 * time.Second, answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
+		if d := f.run(s3, recorder.Input{OperationID: id3}); d.Next != recorder.NextContinue || len(s3.requests) != 1 {
+			t.Fatalf("run budget: %+v after %d steps", d, len(s3.requests))
+		}
+	})
 }
 
 // An execution stopped behind the recorder's back goes no further: the Run starts no next
 // execution, and the reconciler, finding the execution stopped, says what that means.
 func TestRunGoesNoFurtherInAStoppedExecution(t *testing.T) {
-	f := newFixture(t)
-	ex := &executions{stopped: map[string]bool{}}
-	f.rec.Executions = ex
-	id := f.newOp()
-	first, _ := ex.Ref("test-poll", false, id)
-	if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindDispatched,
-		Source: operation.SourceDispatcher, At: f.clock.Now(), Execution: first}); err != nil {
-		t.Fatal(err)
-	}
-	ex.stopped[first] = true
-	d := f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
-	if d.Next != recorder.NextDone || len(ex.started) != 0 || f.load(id).Execution != first {
-		t.Fatalf("%+v, %d started, execution %s", d, len(ex.started), f.load(id).Execution)
-	}
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ex := &executions{stopped: map[string]bool{}}
+		f.rec.Executions = ex
+		id := f.newOp()
+		first, _ := ex.Ref("test-poll", false, id)
+		if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindDispatched,
+			Source: operation.SourceDispatcher, At: f.clock.Now(), Execution: first}); err != nil {
+			t.Fatal(err)
+		}
+		ex.stopped[first] = true
+		d := f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
+		if d.Next != recorder.NextDone || len(ex.started) != 0 || f.load(id).Execution != first {
+			t.Fatalf("%+v, %d started, execution %s", d, len(ex.started), f.load(id).Execution)
+		}
+	})
 }
 
 // How an invocation failed decides the outcome, as the workflow's Catch did before Run.
@@ -325,27 +329,28 @@ func (s *failingStore) Append(ctx context.Context, op operation.Operation, facts
 // A step's end that cannot be recorded is handed to the workflow (unrecorded), and the
 // reconciler records from it what the recorder would have.
 func TestRunHandsOverAnEndItCannotRecord(t *testing.T) {
-	f := newFixture(t)
-	id := f.newOp()
-	f.rec.Store = &failingStore{recorderStore: f.store, ok: 1} // started, then nothing
-	defer func() { f.rec.Store = f.store }()
-	d := f.run(&script{answers: []any{`{"status":"succeeded","result":{"ok":true}}`}}, recorder.Input{OperationID: id})
-	if d.Next != recorder.NextUnrecorded || d.Request == nil || d.Request.Step != 1 || d.Task == nil {
-		t.Fatalf("decision %+v", d)
-	}
-	// The workflow's output as the reconciler reads it.
-	out, _ := json.Marshal(recorder.Input{OperationID: id, Gate: &recorder.Gate{Decision: &d}})
-	var in recorder.Input
-	if err := json.Unmarshal(out, &in); err != nil {
-		t.Fatal(err)
-	}
-	fact, ok := recorder.Unrecorded(in, false)
-	if !ok || fact.Kind != operation.KindSucceeded || string(fact.Result) != `{"ok":true}` {
-		t.Fatalf("unrecorded: %+v %v", fact, ok)
-	}
-	if op := f.load(id); op.State != operation.Running {
-		t.Fatalf("nothing more was recorded: %s", op.State)
-	}
+	eachStore(t, func(t *testing.T, f *fixture) {
+		id := f.newOp()
+		f.rec.Store = &failingStore{recorderStore: f.store, ok: 1} // started, then nothing
+		defer func() { f.rec.Store = f.store }()
+		d := f.run(&script{answers: []any{`{"status":"succeeded","result":{"ok":true}}`}}, recorder.Input{OperationID: id})
+		if d.Next != recorder.NextUnrecorded || d.Request == nil || d.Request.Step != 1 || d.Task == nil {
+			t.Fatalf("decision %+v", d)
+		}
+		// The workflow's output as the reconciler reads it.
+		out, _ := json.Marshal(recorder.Input{OperationID: id, Gate: &recorder.Gate{Decision: &d}})
+		var in recorder.Input
+		if err := json.Unmarshal(out, &in); err != nil {
+			t.Fatal(err)
+		}
+		fact, ok := recorder.Unrecorded(in, false)
+		if !ok || fact.Kind != operation.KindSucceeded || string(fact.Result) != `{"ok":true}` {
+			t.Fatalf("unrecorded: %+v %v", fact, ok)
+		}
+		if op := f.load(id); op.State != operation.Running {
+			t.Fatalf("nothing more was recorded: %s", op.State)
+		}
+	})
 }
 
 // Serve tells a Run call from the workflow before Run, which invoked the worker between
