@@ -197,8 +197,21 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled) (Decision,
 	if err != nil {
 		return Decision{}, err
 	}
-	if op.Execution != "" && op.Execution != ref {
-		if running, err := r.Executions.Running(ctx, op.Execution); err == nil && !running {
+	current := op.Execution
+	if current == "" && in.Continuation == 0 {
+		// The dispatcher's fact can lose the race to the first step's (the execution began
+		// before it was recorded), and then names no execution: this is the first one, named
+		// after the operation on the type's own state machine.
+		if current, err = r.Executions.Ref(typ.Worker, false, op.ID); err != nil {
+			return Decision{}, err
+		}
+	}
+	if current != "" && current != ref {
+		running, err := r.Executions.Running(ctx, current)
+		switch {
+		case err != nil: // the work goes on: a stop unseen now is the reconciler's to find
+			r.Log.WarnContext(ctx, "execution not described", "operation_id", op.ID, "error", err.Error())
+		case !running:
 			r.Log.WarnContext(ctx, "execution stopped", "operation_id", op.ID, "next", name)
 			return Decision{Next: NextDone}, nil
 		}

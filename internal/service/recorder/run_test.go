@@ -265,20 +265,28 @@ func TestRunHandsTheWorkOn(t *testing.T) {
 
 // An execution stopped behind the recorder's back goes no further: the Run starts no next
 // execution, and the reconciler, finding the execution stopped, says what that means.
+// Also when the dispatcher's fact lost the race to the first step's, and so never named the
+// execution: it is the first, named after the operation.
 func TestRunGoesNoFurtherInAStoppedExecution(t *testing.T) {
 	eachStore(t, func(t *testing.T, f *fixture) {
-		ex := &executions{stopped: map[string]bool{}}
-		f.rec.Executions = ex
-		id := f.newOp()
-		first, _ := ex.Ref("test-poll", false, id)
-		if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindDispatched,
-			Source: operation.SourceDispatcher, At: f.clock.Now(), Execution: first}); err != nil {
-			t.Fatal(err)
-		}
-		ex.stopped[first] = true
-		d := f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
-		if d.Next != recorder.NextDone || len(ex.started) != 0 || f.load(id).Execution != first {
-			t.Fatalf("%+v, %d started, execution %s", d, len(ex.started), f.load(id).Execution)
+		for _, dispatched := range []bool{true, false} {
+			ex := &executions{stopped: map[string]bool{}}
+			f.rec.Executions = ex
+			id := f.newOp()
+			first, _ := ex.Ref("test-poll", false, id)
+			recorded := ""
+			if dispatched {
+				if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindDispatched,
+					Source: operation.SourceDispatcher, At: f.clock.Now(), Execution: first}); err != nil {
+					t.Fatal(err)
+				}
+				recorded = first
+			}
+			ex.stopped[first] = true
+			d := f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
+			if d.Next != recorder.NextDone || len(ex.started) != 0 || f.load(id).Execution != recorded {
+				t.Fatalf("dispatched %v: %+v, %d started, execution %q", dispatched, d, len(ex.started), f.load(id).Execution)
+			}
 		}
 	})
 }
