@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,58 +192,6 @@ func roleOf(t *testing.T, props map[string]any, key string) string {
 		t.Fatalf("%s is not a role of the template: %v", key, props[key])
 	}
 	return att[0].(string)
-}
-
-func actionsOf(st map[string]any) []string {
-	switch a := st["Action"].(type) {
-	case string:
-		return []string{a}
-	case []any:
-		var out []string
-		for _, x := range a {
-			out = append(out, x.(string))
-		}
-		return out
-	}
-	return nil
-}
-
-func resourcesOf(st map[string]any) []string {
-	rs, ok := st["Resource"].([]any)
-	if !ok {
-		rs = []any{st["Resource"]}
-	}
-	var out []string
-	for _, r := range rs {
-		out = append(out, render(r))
-	}
-	sort.Strings(out)
-	return out
-}
-
-// render flattens a CloudFormation value (a literal, Ref, Fn::GetAtt or Fn::Join of them)
-// into text with ${id} and ${id.attr} placeholders.
-func render(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case map[string]any:
-		if ref, ok := v["Ref"].(string); ok {
-			return "${" + ref + "}"
-		}
-		if att, ok := v["Fn::GetAtt"].([]any); ok && len(att) == 2 {
-			return "${" + att[0].(string) + "." + att[1].(string) + "}"
-		}
-		if join, ok := v["Fn::Join"].([]any); ok && len(join) == 2 {
-			var parts []string
-			for _, p := range join[1].([]any) {
-				parts = append(parts, render(p))
-			}
-			return strings.Join(parts, join[0].(string))
-		}
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // mustPanic runs f and returns what it panicked with ("" when it did not).

@@ -183,6 +183,9 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		if !ok {
 			panic("longrun construct: internal/aws/sizing has no size for " + fname)
 		}
+		if trace.layer != nil {
+			size = size.WithCollector()
+		}
 		var reserved *float64
 		if size.Reserved > 0 && !props.NoReservedConcurrency {
 			reserved = jsii.Number(float64(size.Reserved))

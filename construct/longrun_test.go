@@ -20,6 +20,7 @@ import (
 	"github.com/longrun-dev/longrun/construct"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/testkit/cfntest"
 )
 
 // The recorder runs the steps (docs/worker-protocol.md): each workflow may invoke the
@@ -36,17 +37,17 @@ func TestWorkflowsInvokeTheRecorderWhichInvokesTheWorkers(t *testing.T) {
 	for worker, arn := range workerArns {
 		_, sm := tpl.machine(t, "longrun-prod-"+worker)
 		subs := sm.Properties["DefinitionSubstitutions"].(map[string]any)
-		if got := render(subs[stepfunctions.WorkerFunctionArn]); got != arn {
+		if got := cfntest.Render(subs[stepfunctions.WorkerFunctionArn]); got != arn {
 			t.Errorf("%s: the workflow hands the recorder %s, want %s", worker, got, arn)
 		}
-		if got := render(subs[stepfunctions.RecorderFunctionArn]); got != "${"+recorder+".Arn}" {
+		if got := cfntest.Render(subs[stepfunctions.RecorderFunctionArn]); got != "${"+recorder+".Arn}" {
 			t.Errorf("%s: the workflow invokes %s, want the recorder", worker, got)
 		}
 		role := roleOf(t, sm.Properties, "RoleArn")
 		roles[role] = worker
 		var got []string
 		for _, st := range tpl.roleStatements(role) {
-			if acts := actionsOf(st); !reflect.DeepEqual(acts, []string{"lambda:InvokeFunction"}) {
+			if acts := cfntest.Actions(st); !reflect.DeepEqual(acts, []string{"lambda:InvokeFunction"}) {
 				// Tracing: what X-Ray needs, on every resource as X-Ray has no others.
 				if !reflect.DeepEqual(acts, []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"}) || st["Resource"] != "*" {
 					t.Errorf("%s's workflow may %v (%v) on %v", worker, acts, st["Effect"], st["Resource"])
@@ -56,7 +57,7 @@ func TestWorkflowsInvokeTheRecorderWhichInvokesTheWorkers(t *testing.T) {
 			if st["Effect"] != "Allow" || st["Condition"] != nil {
 				t.Errorf("%s's workflow: %v", worker, st)
 			}
-			got = append(got, resourcesOf(st)...)
+			got = append(got, cfntest.Resources(st)...)
 		}
 		sort.Strings(got)
 		if want := []string{"${" + recorder + ".Arn}", "${" + recorder + ".Arn}:*"}; !reflect.DeepEqual(got, want) {
@@ -68,11 +69,11 @@ func TestWorkflowsInvokeTheRecorderWhichInvokesTheWorkers(t *testing.T) {
 	}
 	var invokes []string
 	for _, st := range tpl.roleStatements(recorderRole) {
-		if slices.Contains(actionsOf(st), "lambda:InvokeFunction") {
-			if !reflect.DeepEqual(actionsOf(st), []string{"lambda:InvokeFunction"}) || st["Condition"] != nil {
+		if slices.Contains(cfntest.Actions(st), "lambda:InvokeFunction") {
+			if !reflect.DeepEqual(cfntest.Actions(st), []string{"lambda:InvokeFunction"}) || st["Condition"] != nil {
 				t.Errorf("the recorder: %v", st)
 			}
-			invokes = append(invokes, resourcesOf(st)...)
+			invokes = append(invokes, cfntest.Resources(st)...)
 		}
 	}
 	sort.Strings(invokes)
@@ -92,16 +93,16 @@ func TestWorkflowsInvokeTheRecorderWhichInvokesTheWorkers(t *testing.T) {
 				continue
 			}
 			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
-				for _, r := range resourcesOf(st.(map[string]any)) {
+				for _, r := range cfntest.Resources(st.(map[string]any)) {
 					if strings.HasPrefix(r, mailerArn) || strings.HasPrefix(r, "${"+tpl.provisioner+".Arn}") {
-						t.Errorf("%s: role %v may %v on a worker", id, role, actionsOf(st.(map[string]any)))
+						t.Errorf("%s: role %v may %v on a worker", id, role, cfntest.Actions(st.(map[string]any)))
 					}
 				}
 			}
 		}
 	}
 	for id, p := range tpl.of("AWS::Lambda::Permission") {
-		if text := render(p.Properties["FunctionName"]); strings.Contains(text, mailerArn) || strings.Contains(text, tpl.provisioner) {
+		if text := cfntest.Render(p.Properties["FunctionName"]); strings.Contains(text, mailerArn) || strings.Contains(text, tpl.provisioner) {
 			t.Errorf("%s: a resource permission on a worker: %v", id, p.Properties)
 		}
 	}
@@ -124,15 +125,15 @@ func TestWorkersHaveNoTableAccess(t *testing.T) {
 			roleID := role.(map[string]any)["Ref"].(string)
 			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 				st := st.(map[string]any)
-				data := strings.Contains(render(st["Resource"]), tableID)
-				for _, a := range actionsOf(st) {
+				data := strings.Contains(cfntest.Render(st["Resource"]), tableID)
+				for _, a := range cfntest.Actions(st) {
 					data = data || strings.HasPrefix(a, "dynamodb:") || strings.HasPrefix(a, "kms:")
 				}
 				if !data {
 					continue
 				}
 				if longrun[roleID] == "" {
-					t.Errorf("%s: role %s (not longrun's) may %v on %v", id, roleID, actionsOf(st), st["Resource"])
+					t.Errorf("%s: role %s (not longrun's) may %v on %v", id, roleID, cfntest.Actions(st), st["Resource"])
 				}
 				withData[longrun[roleID]] = true
 			}
@@ -293,7 +294,7 @@ func TestExposedValuesAreTheResources(t *testing.T) {
 		"Provisioner": "${" + provisioner + "}",
 		"Mailer":      "${" + mailer + "}",
 	} {
-		if got := render(tpl.Outputs[output+"Output"].Value); got != want {
+		if got := cfntest.Render(tpl.Outputs[output+"Output"].Value); got != want {
 			t.Errorf("output %s = %s, want %s", output, got, want)
 		}
 	}
@@ -309,8 +310,8 @@ func TestExposedValuesAreTheResources(t *testing.T) {
 	}
 	var calls []string
 	for _, st := range tpl.roleStatements(caller) {
-		if reflect.DeepEqual(actionsOf(st), []string{"execute-api:Invoke"}) {
-			calls = append(calls, resourcesOf(st)...)
+		if reflect.DeepEqual(cfntest.Actions(st), []string{"execute-api:Invoke"}) {
+			calls = append(calls, cfntest.Resources(st)...)
 		}
 	}
 	if want := []string{"arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${" + restAPI + "}/${" + stage + "}/*/*"}; !reflect.DeepEqual(calls, want) {
@@ -508,8 +509,8 @@ func TestExistingEventBus(t *testing.T) {
 	}
 	var puts []string
 	for _, st := range tpl.roleStatements(roleOf(t, notifier, "Role")) {
-		if slices.Contains(actionsOf(st), "events:PutEvents") {
-			puts = append(puts, resourcesOf(st)...)
+		if slices.Contains(cfntest.Actions(st), "events:PutEvents") {
+			puts = append(puts, cfntest.Resources(st)...)
 		}
 	}
 	if !reflect.DeepEqual(puts, []string{busArn}) {

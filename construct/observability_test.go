@@ -17,6 +17,7 @@ import (
 
 	"github.com/longrun-dev/longrun/construct"
 	"github.com/longrun-dev/longrun/internal/aws/emf"
+	"github.com/longrun-dev/longrun/internal/testkit/cfntest"
 	"github.com/longrun-dev/longrun/internal/testkit/emftest"
 )
 
@@ -44,7 +45,7 @@ func (tpl *template) dashboard(t *testing.T) (string, []widgetMetric) {
 			}
 		}
 	}
-	if err := json.Unmarshal([]byte(render(d.Properties["DashboardBody"])), &body); err != nil {
+	if err := json.Unmarshal([]byte(cfntest.Render(d.Properties["DashboardBody"])), &body); err != nil {
 		t.Fatalf("dashboard body: %v", err)
 	}
 	var out []widgetMetric
@@ -281,7 +282,7 @@ func dimsOf(v any) string {
 	var out []string
 	for _, d := range v.([]any) {
 		d := d.(map[string]any)
-		out = append(out, render(d["Name"])+"="+render(d["Value"]))
+		out = append(out, cfntest.Render(d["Name"])+"="+cfntest.Render(d["Value"]))
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
@@ -408,7 +409,7 @@ func (tpl *template) tracingOf(t *testing.T, fname string) (mode string, layers 
 	}
 	ls, _ := props["Layers"].([]any)
 	for _, l := range ls {
-		layers = append(layers, render(l))
+		layers = append(layers, cfntest.Render(l))
 	}
 	env = map[string]any{}
 	for k, v := range envOf(props) {
@@ -417,7 +418,7 @@ func (tpl *template) tracingOf(t *testing.T, fname string) (mode string, layers 
 		}
 	}
 	for _, st := range tpl.roleStatements(roleOf(t, props, "Role")) {
-		if acts := actionsOf(st); slices.Contains(acts, "xray:PutTraceSegments") && slices.Contains(acts, "xray:PutTelemetryRecords") {
+		if acts := cfntest.Actions(st); slices.Contains(acts, "xray:PutTraceSegments") && slices.Contains(acts, "xray:PutTelemetryRecords") {
 			xray = true
 		}
 	}

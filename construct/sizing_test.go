@@ -15,6 +15,7 @@ import (
 // Longrun's functions are sized by internal/aws/sizing, the table the cost model prices,
 // except the recorder's timeout: it waits for each step within its own invocation, so it
 // is the longest stepTimeout served plus a minute (at least a minute, at most Lambda's 15).
+// Tracing is on (the default): each function hosts the collector, and has room for it.
 func TestFunctionsAreSizedBySizing(t *testing.T) {
 	sizes := sizing.Functions()
 	for _, tc := range []struct {
@@ -40,7 +41,7 @@ func TestFunctionsAreSizedBySizing(t *testing.T) {
 			tpl := a.template(t)
 			for _, f := range longrunFunctions {
 				_, props := tpl.function(t, "longrun-dev-"+f)
-				want := sizes[f]
+				want := sizes[f].WithCollector()
 				timeout := want.Timeout.Seconds()
 				if f == sizing.Recorder {
 					timeout = tc.recorder
@@ -58,6 +59,32 @@ func TestFunctionsAreSizedBySizing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The collector extension shares its function's memory: with tracing on, no function has
+// less than sizing.CollectorMemoryMB (the recorder, 128 MB untraced, is raised); with tracing
+// off, every function has sizing's memory.
+func TestTheCollectorHasRoom(t *testing.T) {
+	sizes := sizing.Functions()
+	if sizes[sizing.Recorder].MemoryMB >= sizing.CollectorMemoryMB {
+		t.Fatalf("the recorder is %d MB untraced: this test proves nothing", sizes[sizing.Recorder].MemoryMB)
+	}
+	for _, off := range []bool{false, true} {
+		a := newApp(t)
+		construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", CodeDir: codeDir(), Tracing: construct.TracingOptions{Disabled: off},
+			Workers: map[string]awslambda.IFunction{"export-orders": a.pythonWorker("ExportOrders", time.Minute)}})
+		tpl := a.template(t)
+		for _, f := range longrunFunctions {
+			_, props := tpl.function(t, "longrun-dev-"+f)
+			want := sizes[f].MemoryMB
+			if !off {
+				want = max(want, sizing.CollectorMemoryMB)
+			}
+			if props["MemorySize"] != float64(want) {
+				t.Errorf("tracing off %v: %s has %v MB, want %d", off, f, props["MemorySize"], want)
+			}
+		}
 	}
 }
 

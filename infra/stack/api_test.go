@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/longrun-dev/longrun/infra/stack"
+	"github.com/longrun-dev/longrun/internal/testkit/cfntest"
 )
 
 // The contract's methods (api/openapi.yaml); every other method and path is the function's
@@ -329,7 +330,7 @@ func TestAPIInvokePermissionsAreScoped(t *testing.T) {
 		if !reflect.DeepEqual(target["Fn::GetAtt"], []any{fn, "Arn"}) {
 			continue
 		}
-		source := render(p.Properties["SourceArn"])
+		source := cfntest.Render(p.Properties["SourceArn"])
 		if p.Properties["Principal"] != "apigateway.amazonaws.com" || p.Properties["Action"] != "lambda:InvokeFunction" || !want[source] || got[source] {
 			t.Errorf("%s: %s may %s from %s", id, p.Properties["Principal"], p.Properties["Action"], source)
 		}
@@ -355,25 +356,4 @@ func TestAPIInvokePermissionsAreScoped(t *testing.T) {
 		t.Errorf("the api function's resource policy would be %d bytes, over Lambda's 20 KB", size)
 	}
 	t.Logf("%d permissions, a policy of at most %d bytes", len(got), size)
-}
-
-// render flattens a CloudFormation string (a literal, Ref, or Fn::Join of them) into
-// ${Ref} placeholders.
-func render(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case map[string]any:
-		if ref, ok := v["Ref"].(string); ok {
-			return "${" + ref + "}"
-		}
-		if join, ok := v["Fn::Join"].([]any); ok && len(join) == 2 {
-			var parts []string
-			for _, p := range join[1].([]any) {
-				parts = append(parts, render(p))
-			}
-			return strings.Join(parts, join[0].(string))
-		}
-	}
-	return fmt.Sprintf("%v", v)
 }

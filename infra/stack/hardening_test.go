@@ -17,6 +17,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/service/notify"
+	"github.com/longrun-dev/longrun/internal/testkit/cfntest"
 )
 
 // env is the environment of the function named longrun-<stage>-<name>.
@@ -56,20 +57,6 @@ func (tpl *template) statements(fn string) []map[string]any {
 		}
 	}
 	return out
-}
-
-func actionsOf(st map[string]any) []string {
-	switch a := st["Action"].(type) {
-	case string:
-		return []string{a}
-	case []any:
-		var out []string
-		for _, x := range a {
-			out = append(out, x.(string))
-		}
-		return out
-	}
-	return nil
 }
 
 func only[V any](t *testing.T, what string, m map[string]V) (string, V) {
@@ -222,7 +209,7 @@ func TestDemoTypesOnlyOnDev(t *testing.T) {
 				t.Errorf("%v: %s LONGRUN_DEMO_TYPES=%v", tc.context, f, v)
 			}
 		}
-		machines := render(tpl.env(t, props.Stage, "dispatcher")["LONGRUN_STATE_MACHINES"])
+		machines := cfntest.Render(tpl.env(t, props.Stage, "dispatcher")["LONGRUN_STATE_MACHINES"])
 		if strings.Contains(machines, "demo-task") != tc.demo {
 			t.Errorf("%v: the dispatcher's state machines %s", tc.context, machines)
 		}
@@ -327,7 +314,7 @@ func TestWorkersHaveNoTableAccess(t *testing.T) {
 		tableID, _ := only(t, "tables", tpl.of("AWS::DynamoDB::Table"))
 		for _, w := range []string{"WorkerDemoTask", "WorkerExportOrders"} {
 			for _, st := range tpl.statements(w) {
-				t.Errorf("%v: %s may %v on %v", props, w, actionsOf(st), st["Resource"])
+				t.Errorf("%v: %s may %v on %v", props, w, cfntest.Actions(st), st["Resource"])
 			}
 			for _, r := range tpl.of("AWS::Lambda::Function") {
 				if strings.HasPrefix(r.Properties["FunctionName"].(string), "longrun-dev-worker-") && r.Properties["Environment"] != nil {
@@ -341,8 +328,8 @@ func TestWorkersHaveNoTableAccess(t *testing.T) {
 		for id, p := range tpl.of("AWS::IAM::Policy") {
 			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 				st := st.(map[string]any)
-				data := strings.Contains(renderArn(st["Resource"]), tableID)
-				for _, a := range actionsOf(st) {
+				data := strings.Contains(cfntest.Render(st["Resource"]), tableID)
+				for _, a := range cfntest.Actions(st) {
 					data = data || strings.HasPrefix(a, "dynamodb:") || strings.HasPrefix(a, "kms:")
 				}
 				if !data {
@@ -532,10 +519,10 @@ func TestTableEncryption(t *testing.T) {
 			worker := strings.HasPrefix(fn, "Worker")
 			kms := 0
 			for _, st := range tpl.statements(fn) {
-				if strings.HasPrefix(actionsOf(st)[0], "kms:") {
+				if strings.HasPrefix(cfntest.Actions(st)[0], "kms:") {
 					kms++
 					if !reflect.DeepEqual(st["Resource"], keyRef) {
-						t.Errorf("%v: %s uses %v on %v", tc.context, fn, actionsOf(st), st["Resource"])
+						t.Errorf("%v: %s uses %v on %v", tc.context, fn, cfntest.Actions(st), st["Resource"])
 					}
 				}
 			}
@@ -563,7 +550,7 @@ func TestIndexesAreReadByTheirReaders(t *testing.T) {
 	for _, fn := range []string{"Api", "Dispatcher", "Notifier", "Reconciler", "Recorder", "WorkerDemoTask", "WorkerExportOrders"} {
 		var got []string
 		for _, st := range tpl.statements(fn) {
-			if !slices.Contains(actionsOf(st), "dynamodb:Query") {
+			if !slices.Contains(cfntest.Actions(st), "dynamodb:Query") {
 				continue
 			}
 			resources, ok := st["Resource"].([]any)
@@ -571,7 +558,7 @@ func TestIndexesAreReadByTheirReaders(t *testing.T) {
 				resources = []any{st["Resource"]}
 			}
 			for _, r := range resources {
-				got = append(got, renderArn(r))
+				got = append(got, cfntest.Render(r))
 			}
 		}
 		sort.Strings(got)
@@ -583,21 +570,4 @@ func TestIndexesAreReadByTheirReaders(t *testing.T) {
 			t.Errorf("%s may Query %v, want %v", fn, got, exp)
 		}
 	}
-}
-
-// renderArn flattens Fn::GetAtt and Fn::Join into ${id.attr} text.
-func renderArn(v any) string {
-	if m, ok := v.(map[string]any); ok {
-		if att, ok := m["Fn::GetAtt"].([]any); ok && len(att) == 2 {
-			return "${" + att[0].(string) + "." + att[1].(string) + "}"
-		}
-		if join, ok := m["Fn::Join"].([]any); ok && len(join) == 2 {
-			var parts []string
-			for _, p := range join[1].([]any) {
-				parts = append(parts, renderArn(p))
-			}
-			return strings.Join(parts, join[0].(string))
-		}
-	}
-	return render(v)
 }

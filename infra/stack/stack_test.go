@@ -26,6 +26,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/testkit/cfntest"
 )
 
 func TestMain(m *testing.M) {
@@ -283,8 +284,8 @@ func invokers(t *testing.T, tpl *template, props stack.Props) {
 			r := role.(map[string]any)["Ref"].(string)
 			for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
 				st := st.(map[string]any)
-				if slices.Contains(actionsOf(st), "lambda:InvokeFunction") {
-					invokes[r] = append(invokes[r], resourcesOf(st)...)
+				if slices.Contains(cfntest.Actions(st), "lambda:InvokeFunction") {
+					invokes[r] = append(invokes[r], cfntest.Resources(st)...)
 				}
 			}
 		}
@@ -306,20 +307,6 @@ func invokers(t *testing.T, tpl *template, props stack.Props) {
 	if len(invokes) != len(machineRoles)+1 {
 		t.Errorf("%s: roles that may invoke functions: %v", props.Stage, invokes)
 	}
-}
-
-// resourcesOf renders a statement's resources, sorted.
-func resourcesOf(st map[string]any) []string {
-	rs, ok := st["Resource"].([]any)
-	if !ok {
-		rs = []any{st["Resource"]}
-	}
-	var out []string
-	for _, r := range rs {
-		out = append(out, renderArn(r))
-	}
-	sort.Strings(out)
-	return out
 }
 
 // fromContext reads Props as the app does, from CDK context values.
@@ -505,7 +492,8 @@ func TestWorkflowsComeFromTheTemplate(t *testing.T) {
 // Each worker's function may run as long as its types' stepTimeout, and no longer: the
 // recorder gives each step that long, and the function's own timeout ends the invocation at
 // the same bound. The recorder waits for the step within its own invocation, so its timeout
-// is the longest step plus a minute (sizing.RecorderTimeout); its memory is sizing's.
+// is the longest step plus a minute (sizing.RecorderTimeout); its memory is sizing's, with
+// room for the collector.
 func TestWorkerTimeoutsAreTheTypesStepTimeouts(t *testing.T) {
 	tpl := dev(t)
 	var longest time.Duration
@@ -523,7 +511,7 @@ func TestWorkerTimeoutsAreTheTypesStepTimeouts(t *testing.T) {
 	if want := sizing.RecorderTimeout(longest).Seconds(); recorder["Timeout"] != want || want != longest.Seconds()+60 {
 		t.Errorf("recorder timeout %v, want %vs (the longest step %s and a minute)", recorder["Timeout"], want, longest)
 	}
-	if recorder["MemorySize"] != float64(sizing.Functions()[sizing.Recorder].MemoryMB) {
+	if recorder["MemorySize"] != float64(sizing.Functions()[sizing.Recorder].WithCollector().MemoryMB) { // dev traces
 		t.Errorf("recorder memory %v", recorder["MemorySize"])
 	}
 }
@@ -614,7 +602,7 @@ func TestBuiltinTypesNeedNoFile(t *testing.T) {
 		// Longrun's functions have the collector's layer (tracing), the workers none.
 		layers, _ := f.Properties["Layers"].([]any)
 		if want := map[bool]int{true: 0, false: 1}[strings.HasPrefix(f.Properties["FunctionName"].(string), "longrun-dev-worker-")]; len(layers) != want ||
-			want == 1 && !strings.Contains(renderArn(layers[0]), ":layer:aws-otel-collector-arm64-") {
+			want == 1 && !strings.Contains(cfntest.Render(layers[0]), ":layer:aws-otel-collector-arm64-") {
 			t.Errorf("%s: layers %v", id, f.Properties["Layers"])
 		}
 	}
@@ -649,7 +637,7 @@ func TestTracingFromContext(t *testing.T) {
 			layers, _ := p["Layers"].([]any)
 			want := map[bool]string{true: "otlp", false: "off"}[tc.on]
 			if vars["LONGRUN_TRACING"] != want || (mode["Mode"] == "Active") != tc.on ||
-				tc.on && (len(layers) != 1 || !strings.Contains(renderArn(layers[0]), tc.layer)) || !tc.on && len(layers) != 0 {
+				tc.on && (len(layers) != 1 || !strings.Contains(cfntest.Render(layers[0]), tc.layer)) || !tc.on && len(layers) != 0 {
 				t.Errorf("%v: %s: LONGRUN_TRACING=%v, mode %v, layers %v", tc.context, id, vars["LONGRUN_TRACING"], mode, layers)
 			}
 		}

@@ -44,6 +44,18 @@ func Functions() map[string]Function {
 	}
 }
 
+// CollectorMemoryMB is the least memory of a function that hosts the OpenTelemetry collector
+// extension (tracing on): the extension runs in the function's sandbox and shares its memory
+// and CPU share, and the collector alone wants tens of megabytes. Only the recorder is
+// smaller; traced, it is raised to this.
+const CollectorMemoryMB = 256
+
+// WithCollector is f as deployed with the collector extension beside it.
+func (f Function) WithCollector() Function {
+	f.MemoryMB = max(f.MemoryMB, CollectorMemoryMB)
+	return f
+}
+
 // MaxStepTimeout is the longest stepTimeout a deployed type may have: the recorder waits for
 // a step within its own invocation, and Lambda runs an invocation for at most 15 minutes.
 const MaxStepTimeout = 840 * time.Second

@@ -33,6 +33,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/longrun-dev/longrun/internal/local/ddbwire"
 )
 
 // Options configure a Proxy.
@@ -114,15 +116,13 @@ func (p *Proxy) Stats() Stats {
 		SingleConflicts: p.singles.Load(), TransactGetItems: p.gets.Load()}
 }
 
-const targetPrefix = "DynamoDB_20120810."
-
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	op, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), targetPrefix)
+	op, ok := ddbwire.Operation(r)
 	if !ok {
 		p.forward(w, r, body) // streams, or anything that is not the DynamoDB API
 		return
@@ -298,18 +298,10 @@ func (p *Proxy) keyNames(r *http.Request, table string) ([]string, error) {
 	if ok {
 		return names, nil
 	}
-	req, _ := json.Marshal(map[string]string{"TableName": table})
-	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, p.upstream.String(), bytes.NewReader(req))
+	up, err := ddbwire.Call(r.Context(), r, p.upstream, "DescribeTable", map[string]string{"TableName": table})
 	if err != nil {
 		return nil, err
 	}
-	for _, h := range []string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token"} {
-		if v := r.Header.Get(h); v != "" {
-			up.Header.Set(h, v)
-		}
-	}
-	up.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	up.Header.Set("X-Amz-Target", targetPrefix+"DescribeTable")
 	resp, err := p.client.Do(up)
 	if err != nil {
 		return nil, err
@@ -357,13 +349,11 @@ func itemID(table string, key map[string]json.RawMessage) string {
 
 // forward sends the request to DynamoDB Local and copies its answer back.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) {
-	up, err := http.NewRequestWithContext(r.Context(), r.Method, p.upstream.ResolveReference(&url.URL{Path: r.URL.Path, RawQuery: r.URL.RawQuery}).String(), bytes.NewReader(body))
+	up, err := ddbwire.Forward(r, p.upstream, body)
 	if err != nil {
 		writeError(w, "InternalServerError", err.Error(), nil)
 		return
 	}
-	up.Header = r.Header.Clone()
-	up.Header.Del("Content-Length")
 	resp, err := p.client.Do(up)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

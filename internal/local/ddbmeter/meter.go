@@ -1,7 +1,6 @@
 package ddbmeter
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/longrun-dev/longrun/internal/local/ddbwire"
 )
 
 // Meter is an http.Handler in front of a DynamoDB endpoint (DynamoDB Local): it forwards
@@ -110,19 +111,13 @@ func (m *Meter) add(op, caller string, u Usage, unpriced bool, overhead time.Dur
 	}
 }
 
-const (
-	apiPrefix     = "DynamoDB_20120810."
-	streamsPrefix = "DynamoDBStreams_20120810."
-)
-
 func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	target := r.Header.Get("X-Amz-Target")
-	op, ok := strings.CutPrefix(target, apiPrefix)
+	op, ok := ddbwire.Operation(r)
 	var resp *answer
 	var u Usage
 	var overhead time.Duration
@@ -130,7 +125,7 @@ func (m *Meter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok: // DynamoDB Streams (reads by Lambda's pollers are free) or anything else
 		resp, err = m.forward(r, body)
-		op = strings.TrimPrefix(target, streamsPrefix)
+		op = strings.TrimPrefix(r.Header.Get("X-Amz-Target"), ddbwire.StreamsPrefix)
 	case op == "PutItem" || op == "UpdateItem" || op == "DeleteItem" || op == "BatchWriteItem" || op == "TransactWriteItems":
 		resp, u, overhead, priceErr, err = m.write(r, op, body)
 	case op == "GetItem" || op == "BatchGetItem" || op == "TransactGetItems":
@@ -180,12 +175,10 @@ func (a *answer) errorType() string {
 }
 
 func (m *Meter) forward(r *http.Request, body []byte) (*answer, error) {
-	up, err := http.NewRequestWithContext(r.Context(), r.Method, m.upstream.ResolveReference(&url.URL{Path: r.URL.Path, RawQuery: r.URL.RawQuery}).String(), bytes.NewReader(body))
+	up, err := ddbwire.Forward(r, m.upstream, body)
 	if err != nil {
 		return nil, err
 	}
-	up.Header = r.Header.Clone()
-	up.Header.Del("Content-Length")
 	return m.send(up)
 }
 
@@ -206,21 +199,10 @@ func (m *Meter) send(up *http.Request) (*answer, error) {
 // call sends one request of the meter's own, with the caller's credentials (DynamoDB Local
 // without -sharedDb keeps a database per access key and region).
 func (m *Meter) call(r *http.Request, op string, in any) ([]byte, error) {
-	body, err := json.Marshal(in)
+	up, err := ddbwire.Call(r.Context(), r, m.upstream, op, in)
 	if err != nil {
 		return nil, err
 	}
-	up, err := http.NewRequestWithContext(r.Context(), http.MethodPost, m.upstream.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	for _, h := range []string{"Authorization", "X-Amz-Date", "X-Amz-Security-Token"} {
-		if v := r.Header.Get(h); v != "" {
-			up.Header.Set(h, v)
-		}
-	}
-	up.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	up.Header.Set("X-Amz-Target", apiPrefix+op)
 	a, err := m.send(up)
 	if err != nil {
 		return nil, err

@@ -143,10 +143,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 	var started string // the execution this call started or found, if any
 	var lag time.Duration
 	var typeName string
-	var recorded bool // whether the appended facts (of the last attempt) are dispatched
+	var measured bool // whether the last attempt dispatched the operation: lag holds how long it waited
 	var canceled *operation.Fact
 	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
-		recorded, canceled = false, nil
+		measured, canceled = false, nil
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		if !linked {
 			linked = tracelink.AddLink(span, op.Traceparent)
@@ -159,6 +159,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 			canceled = &f
 			return []operation.Fact{f}, nil
 		case op.State != operation.Accepted:
+			if started != "" && op.Started && op.Execution == "" {
+				// This call's execution began its work before the dispatched fact was written:
+				// nothing to add, but the operation was dispatched, and waited this long for it.
+				measured, lag, typeName = true, d.Now().Sub(op.CreatedAt), op.Type
+			}
 			return nil, nil // dispatched, running, cancelling, settled: not the dispatcher's
 		}
 		typ, ok := d.Registry.Lookup(op.Type)
@@ -178,13 +183,13 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 			started = ref
 		}
 		f := d.fact(operation.KindDispatched, started)
-		recorded, lag, typeName = true, f.At.Sub(op.CreatedAt), op.Type
+		measured, lag, typeName = true, f.At.Sub(op.CreatedAt), op.Type
 		return []operation.Fact{f}, nil
 	})
 	if err != nil {
 		return err
 	}
-	if recorded {
+	if measured {
 		d.metric("DispatchLag", "Milliseconds", float64(max(lag, 0).Milliseconds()), "Type", typeName)
 	}
 	if canceled != nil { // an outcome: no step ran

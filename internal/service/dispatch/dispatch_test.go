@@ -449,9 +449,11 @@ func (f *fixture) putFact(id string, version int, kind operation.Kind) {
 	}
 }
 
-// The worker may report before the dispatcher's fact commits; dispatch then has nothing to add.
+// The worker may report before the dispatcher's fact commits; dispatch then has nothing to add,
+// and reports how long the operation waited all the same.
 func TestWorkerStartedFirst(t *testing.T) {
 	f := newFixture(t)
+	buf := withMetrics(t, f)
 	id := f.accepted()
 	f.exec.AfterStart = func(string) error {
 		_, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindStarted, At: time.Now(), Source: operation.SourceExecutor})
@@ -462,6 +464,15 @@ func TestWorkerStartedFirst(t *testing.T) {
 	}
 	if op := f.load(id); op.State != operation.Running || op.Version != 2 {
 		t.Fatalf("op %s v%d", op.State, op.Version)
+	}
+	if lag := points(t, buf, "DispatchLag"); len(lag) != 1 || lag[0].Dims["Type"] != f.load(id).Type {
+		t.Fatalf("DispatchLag %+v\n%s", lag, buf)
+	}
+	if err := f.d.Dispatch(context.Background(), id); err != nil { // a redelivery: started nothing
+		t.Fatal(err)
+	}
+	if lag := points(t, buf, "DispatchLag"); len(lag) != 1 {
+		t.Fatalf("a redelivery reported DispatchLag: %+v", lag)
 	}
 }
 
