@@ -452,7 +452,10 @@ func (f *fixture) putFact(id string, version int, kind operation.Kind) {
 // The worker may report before the dispatcher's fact commits; dispatch then has nothing to add,
 // and reports how long the operation waited all the same.
 func TestWorkerStartedFirst(t *testing.T) {
-	f := newFixture(t)
+	eachStore(t, testWorkerStartedFirst)
+}
+
+func testWorkerStartedFirst(t *testing.T, f *fixture) {
 	buf := withMetrics(t, f)
 	id := f.accepted()
 	f.exec.AfterStart = func(string) error {
