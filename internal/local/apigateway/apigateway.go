@@ -93,6 +93,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var resp events.APIGatewayProxyResponse
 	if err := json.Unmarshal(out, &resp); err != nil || resp.StatusCode == 0 {
+		g.Log.ErrorContext(r.Context(), "integration failed", "error", "not a proxy response: "+fmt.Sprint(err), "payload", truncate(string(out), 512))
 		gatewayError(w, http.StatusBadGateway, "Internal server error")
 		return
 	}
@@ -108,6 +109,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	respBody := []byte(resp.Body)
 	if resp.IsBase64Encoded {
 		if respBody, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			g.Log.ErrorContext(r.Context(), "integration failed", "error", "body not base64: "+err.Error())
 			gatewayError(w, http.StatusBadGateway, "Internal server error")
 			return
 		}

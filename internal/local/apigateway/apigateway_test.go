@@ -93,6 +93,41 @@ func TestFunctionErrorIs502(t *testing.T) {
 	}
 }
 
+// answer is a function that answers out.
+type answer struct {
+	out    string
+	fnErr  string
+	invErr error
+}
+
+func (a answer) Invoke(context.Context, string, []byte) ([]byte, string, error) {
+	return []byte(a.out), a.fnErr, a.invErr
+}
+
+// Every way the integration fails is API Gateway's 502 and one line saying why, so that a
+// 502 seen in a test can be explained from the stack's log.
+func TestEveryFailedIntegrationIsLogged(t *testing.T) {
+	for name, inv := range map[string]answer{
+		"function error":     {out: `{"errorType":"x"}`, fnErr: "Unhandled"},
+		"invocation failed":  {invErr: io.ErrUnexpectedEOF},
+		"not a proxy answer": {out: `{"hello":1}`},
+		"not JSON":           {out: `Task timed out`},
+		"body is not base64": {out: `{"statusCode":200,"body":"%%%","isBase64Encoded":true}`},
+	} {
+		var log strings.Builder
+		srv := httptest.NewServer(&Gateway{Invoker: inv, Function: "api", Tokens: DefaultTokens(), Log: slog.New(slog.NewJSONHandler(&log, nil))})
+		resp, err := http.Get(srv.URL + "/v1/operations/x")
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadGateway || strings.Count(log.String(), `"msg":"integration failed"`) != 1 {
+			t.Errorf("%s: %d, log %q", name, resp.StatusCode, log.String())
+		}
+	}
+}
+
 func TestLoadTokens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens.json")
 	os.WriteFile(path, []byte(`{"t1":{"tenant":"a","principal":"p"}}`), 0o600)
