@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/client"
+	"github.com/longrun-dev/longrun/internal/testkit/clocktest"
 )
 
 // The fake API answers as the contract says, from a script of representations per
@@ -224,30 +225,6 @@ func (f *fakeAPI) sent() []request {
 	return append([]request{}, f.requests...)
 }
 
-// fakeClock moves on by every wait instead of waiting.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	slept []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	c.slept = append(c.slept, d)
-	return nil
-}
-
 type result struct {
 	code           int
 	stdout, stderr string
@@ -274,7 +251,7 @@ func (h *harness) run(t *testing.T, args ...string) result {
 		env[k] = v
 	}
 	if h.clock == nil {
-		h.clock = &fakeClock{now: t0}
+		h.clock = clocktest.New(t0)
 	}
 	var out, errOut bytes.Buffer
 	c := &cli{stdin: strings.NewReader(h.stdin), stdout: &out, stderr: &errOut, getenv: func(k string) string { return env[k] },
@@ -489,15 +466,15 @@ func TestSigV4(t *testing.T) {
 
 func TestTimeoutStopsWaitingNotTheOperation(t *testing.T) {
 	api := newFake(t, rep{State: "running", Version: 3, RetryAfter: 10})
-	clock := &fakeClock{now: t0}
+	clock := clocktest.New(t0)
 	h := &harness{api: api, clock: clock}
 	r := h.run(t, "wait", opID, "-timeout", "25s", "-o", "id")
 	if r.code != 6 || r.stdout != opID+"\n" || !strings.Contains(r.stderr, "-timeout 25s ran out") ||
 		!strings.Contains(r.stderr, "longrun get -watch "+opID) || len(api.sent()) != 3 {
 		t.Fatalf("%+v after %d requests", r, len(api.sent()))
 	}
-	if fmt.Sprint(clock.slept) != "[10s 10s 5s]" {
-		t.Fatalf("waited %v", clock.slept)
+	if fmt.Sprint(clock.Waits()) != "[10s 10s 5s]" {
+		t.Fatalf("waited %v", clock.Waits())
 	}
 	for _, s := range api.sent() {
 		if s.method != "GET" {

@@ -114,19 +114,24 @@ func progressCell(p *client.Progress) string {
 	if p == nil {
 		return ""
 	}
-	var parts []string
-	switch {
-	case p.TotalSteps != nil:
-		parts = append(parts, fmt.Sprintf("%d/%d", p.CompletedSteps, *p.TotalSteps))
-	case p.CompletedSteps == 1:
-		parts = append(parts, "1 step")
-	default:
-		parts = append(parts, fmt.Sprintf("%d steps", p.CompletedSteps))
-	}
+	parts := []string{stepsDone(*p, "")}
 	if p.Percent != nil {
 		parts = append(parts, percent(*p.Percent))
 	}
 	return strings.Join(parts, " ")
+}
+
+// stepsDone is how many steps completed: "2/3" and then ofTotal when the total is known (" steps"
+// says it in words), else "1 step", "2 steps".
+func stepsDone(p client.Progress, ofTotal string) string {
+	switch {
+	case p.TotalSteps != nil:
+		return fmt.Sprintf("%d/%d%s", p.CompletedSteps, *p.TotalSteps, ofTotal)
+	case p.CompletedSteps == 1:
+		return "1 step"
+	default:
+		return fmt.Sprintf("%d steps", p.CompletedSteps)
+	}
 }
 
 func percent(p float64) string { return strconv.FormatFloat(p, 'f', -1, 64) + "%" }

@@ -224,14 +224,7 @@ func summary(op client.Operation, withPercent bool) []string {
 		parts = append(parts, "cancel requested")
 	}
 	if p := op.Progress; p != nil {
-		switch {
-		case p.TotalSteps != nil:
-			parts = append(parts, fmt.Sprintf("%d/%d steps", p.CompletedSteps, *p.TotalSteps))
-		case p.CompletedSteps == 1:
-			parts = append(parts, "1 step")
-		default:
-			parts = append(parts, fmt.Sprintf("%d steps", p.CompletedSteps))
-		}
+		parts = append(parts, stepsDone(*p, " steps"))
 		if p.Percent != nil && withPercent {
 			parts = append(parts, percent(*p.Percent))
 		}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/longrun-dev/longrun/internal/testkit/clocktest"
 )
 
 // steps is a wait's script: admitted, dispatched, two running steps (the third poll reads
@@ -87,7 +89,7 @@ func TestPlainProgressWhenPiped(t *testing.T) {
 
 // blockingClock waits until the context ends, telling the test each time a wait begins.
 type blockingClock struct {
-	fakeClock
+	*clocktest.Clock
 	waiting chan time.Duration
 }
 
@@ -109,7 +111,7 @@ func TestInterruptStopsWaitingNotTheOperation(t *testing.T) {
 		t.Run(args[0], func(t *testing.T) {
 			api := newFake(t, rep{State: "running", Version: 3, Progress: `{"completedSteps":1,"totalSteps":3}`, RetryAfter: 5})
 			signals := make(chan os.Signal, 1)
-			clock := &blockingClock{fakeClock{now: t0}, make(chan time.Duration, 1)}
+			clock := &blockingClock{clocktest.New(t0), make(chan time.Duration, 1)}
 			h := &harness{api: api, clock: clock, interrupts: func() (<-chan os.Signal, func()) { return signals, func() {} }}
 			done := make(chan result)
 			go func() { done <- h.run(t, append(args, "-o", "id")...) }()
