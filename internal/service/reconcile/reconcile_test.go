@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/lambdalog"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
@@ -50,6 +52,20 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	client, _ := dynamotest.NewClient(t)
+	return newFixtureOn(t, client)
+}
+
+// eachStore runs a test on plain DynamoDB Local and again behind the conflict proxy
+// (transactions hold their items 10–20 ms and overlapping work is refused, as on AWS).
+func eachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
+	t.Run("plain", func(t *testing.T) { test(t, newFixture(t)) })
+	t.Run("conflicts", func(t *testing.T) {
+		client, _, _ := dynamotest.NewConflictClient(t, 10*time.Millisecond)
+		test(t, newFixtureOn(t, client))
+	})
+}
+
+func newFixtureOn(t *testing.T, client *dynamodb.Client) *fixture {
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
 	store.Leases = leases
 	c := &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
@@ -184,6 +200,38 @@ func TestExecutionEndedWithoutOutcome(t *testing.T) {
 	if sum := f.run(); sum.Examined != 0 {
 		t.Fatalf("settled operations are not due: %+v", sum)
 	}
+}
+
+// An operation handed on to its next execution is watched there: its first execution
+// ended when the Run handed over (its output a decision, not an outcome), and only how the
+// latest one is doing counts.
+func TestTheLatestExecutionIsWatched(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		for _, tc := range []struct {
+			latest reconcile.Status
+			state  operation.State
+		}{
+			{reconcile.Running, operation.Running},
+			{reconcile.Aborted, operation.OutcomeUnknown},
+		} {
+			id := f.started(true)
+			f.exec.Finish(id, reconcile.Succeeded, []byte(`{"next":"continue","continuedIn":"`+id+`-1"}`))
+			ref, err := f.exec.Start(context.Background(), "demo-task", id+"-1", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindProgress,
+				At: f.clock.Now(), Source: operation.SourceExecutor, Execution: ref}); err != nil {
+				t.Fatal(err)
+			}
+			f.exec.Finish(id+"-1", tc.latest, nil)
+			f.clock.Advance(leases.Check + time.Second)
+			f.run()
+			if op := f.load(id); op.State != tc.state || tc.state == operation.OutcomeUnknown && op.Problem.Code != "execution_ended" {
+				t.Fatalf("latest %s: %s %+v", tc.latest, op.State, op.Problem)
+			}
+		}
+	})
 }
 
 // An execution that finished but whose outcome was never recorded: the outcome it reported
