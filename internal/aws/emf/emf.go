@@ -27,15 +27,16 @@ const (
 	None         = "None"
 )
 
-var units = map[string]bool{}
-
-func init() {
-	for _, u := range strings.Split("Seconds Microseconds Milliseconds Bytes Kilobytes Megabytes Gigabytes Terabytes "+
-		"Bits Kilobits Megabits Gigabits Terabits Percent Count Bytes/Second Kilobytes/Second Megabytes/Second "+
-		"Gigabytes/Second Terabytes/Second Bits/Second Kilobits/Second Megabits/Second Gigabits/Second "+
-		"Terabits/Second Count/Second None", " ") {
-		units[u] = true
+// knownUnit reports whether u is one of CloudWatch's units.
+func knownUnit(u string) bool {
+	switch u {
+	case "Seconds", "Microseconds", "Milliseconds", "Bytes", "Kilobytes", "Megabytes", "Gigabytes", "Terabytes",
+		"Bits", "Kilobits", "Megabits", "Gigabits", "Terabits", "Percent", "Count", "Bytes/Second", "Kilobytes/Second",
+		"Megabytes/Second", "Gigabytes/Second", "Terabytes/Second", "Bits/Second", "Kilobits/Second", "Megabits/Second",
+		"Gigabits/Second", "Terabits/Second", "Count/Second", "None":
+		return true
 	}
+	return false
 }
 
 // Limits of the format.
@@ -129,7 +130,7 @@ func (e *Encoder) Line(name, unit string, value float64, dims ...string) ([]byte
 	switch {
 	case name == "" || len(name) > 255 || name == "_aws":
 		return nil, fmt.Errorf("emf: metric name %q is empty, longer than 255 or reserved", name)
-	case !units[unit]:
+	case !knownUnit(unit):
 		return nil, fmt.Errorf("emf: %s: unit %q is not a CloudWatch unit", name, unit)
 	case math.IsNaN(value) || math.IsInf(value, 0):
 		return nil, fmt.Errorf("emf: %s: value %v is not a finite number", name, value)

@@ -24,14 +24,16 @@ import (
 // refused are the Lambda errors of an invocation that never reached the function, which
 // are safe to send again (Step Functions' recommended retry list for Lambda tasks, less
 // the ambiguous ones).
-var refused = retry.RetryableErrorCode{Codes: map[string]struct{}{
-	"TooManyRequestsException":             {},
-	"EC2ThrottledException":                {},
-	"ResourceNotReadyException":            {},
-	"ResourceConflictException":            {},
-	"CodeStorageExceededException":         {},
-	"SubnetIPAddressLimitReachedException": {},
-}}
+func refused() retry.IsErrorRetryable {
+	return retry.RetryableErrorCode{Codes: map[string]struct{}{
+		"TooManyRequestsException":             {},
+		"EC2ThrottledException":                {},
+		"ResourceNotReadyException":            {},
+		"ResourceConflictException":            {},
+		"CodeStorageExceededException":         {},
+		"SubnetIPAddressLimitReachedException": {},
+	}}
+}
 
 // Invoker invokes worker functions.
 type Invoker struct {
@@ -44,7 +46,7 @@ func New(cfg aws.Config, optFns ...func(*lambda.Options)) *Invoker {
 	retryer := func() aws.Retryer {
 		return retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = 3
-			o.Retryables = []retry.IsErrorRetryable{refused}
+			o.Retryables = []retry.IsErrorRetryable{refused()}
 		})
 	}
 	opts := append([]func(*lambda.Options){func(o *lambda.Options) { o.Retryer = retryer() }}, optFns...)
