@@ -200,21 +200,25 @@ func (t *Tracing) WrapHandler(h lambda.Handler, service string) lambda.Handler {
 	if !t.Enabled() {
 		return h
 	}
-	return otellambda.WrapHandler(invocation{h, service}, otellambda.WithTracerProvider(t.sdk),
+	name := ""
+	if os.Getenv("AWS_LAMBDA_FUNCTION_NAME") == "" { // a function without a name: say whose span it is
+		name = service
+	}
+	return otellambda.WrapHandler(invocation{h, name}, otellambda.WithTracerProvider(t.sdk),
 		otellambda.WithFlusher(t), otellambda.WithPropagator(lambdaTrace{}))
 }
 
-// invocation marks the invocation span as failed when the handler fails, and names it
-// after the service when the function has no name.
+// invocation marks the invocation span as failed when the handler fails, and renames it
+// when name is set.
 type invocation struct {
 	lambda.Handler
-	service string
+	name string
 }
 
 func (h invocation) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	span := trace.SpanFromContext(ctx)
-	if os.Getenv("AWS_LAMBDA_FUNCTION_NAME") == "" {
-		span.SetName(h.service)
+	if h.name != "" {
+		span.SetName(h.name)
 	}
 	out, err := h.Handler.Invoke(ctx, payload)
 	if err != nil {

@@ -57,25 +57,18 @@ const recordReserve = 20 * time.Second
 // alone is the workflow before Run, which invoked the worker itself between calls (an
 // execution started before an upgrade), and is answered as then.
 func (r *Recorder) Serve(ctx context.Context, raw json.RawMessage) (Decision, error) {
-	var probe struct {
-		State  json.RawMessage `json:"state"`
-		Worker string          `json:"worker"`
-	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return Decision{}, err
-	}
-	if probe.Worker == "" {
-		var in Input
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return Decision{}, err
-		}
-		return r.Handle(ctx, in)
-	}
 	var call Call
 	if err := json.Unmarshal(raw, &call); err != nil {
 		return Decision{}, err
 	}
-	return r.Run(ctx, call)
+	if call.Worker != "" {
+		return r.Run(ctx, call)
+	}
+	var in Input // the state alone: none of its fields is "state" or "worker"
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return Decision{}, err
+	}
+	return r.Handle(ctx, in)
 }
 
 // Run runs the operation's steps: before each it gates (intent, the deadline, maxSteps, as
