@@ -174,10 +174,12 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 	if err != nil {
 		return response{}, "", err
 	}
-	if resp, ok, err := h.typesRoute(ev.HTTPMethod, path); ok {
+	route, param := routeOf(path)
+	switch route {
+	case routeTypes, routeType:
+		resp, err := h.typesRoute(ev.HTTPMethod, path, param)
 		return resp, "", err
-	}
-	if path == operationsPath {
+	case routeOperations:
 		switch ev.HTTPMethod {
 		case http.MethodPost:
 			resp, id, err := h.admit(ctx, ev, scope)
@@ -190,21 +192,20 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 			return resp, "", err
 		}
 		return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet, http.MethodPost)
-	}
-	if rest, ok := strings.CutPrefix(path, operationsPath+"/"); ok {
-		id, action, _ := strings.Cut(rest, "/")
+	case routeOperation, routeCancel, routeResolve:
+		id := param
 		var resp response
 		var err error
 		switch {
-		case action == "" && ev.HTTPMethod == http.MethodGet:
+		case route == routeOperation && ev.HTTPMethod == http.MethodGet:
 			resp, err = h.get(ctx, ev, scope, id)
-		case action == "cancel" && ev.HTTPMethod == http.MethodPost:
+		case route == routeCancel && ev.HTTPMethod == http.MethodPost:
 			resp, err = h.cancel(ctx, ev, scope, id)
-		case action == "resolve" && ev.HTTPMethod == http.MethodPost:
+		case route == routeResolve && ev.HTTPMethod == http.MethodPost:
 			resp, err = h.resolve(ctx, ev, scope, id)
-		case id != "" && action == "":
+		case id != "" && route == routeOperation:
 			return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet)
-		case id != "" && (action == "cancel" || action == "resolve"):
+		case id != "":
 			return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodPost)
 		default:
 			return response{}, "", errNoRoute(ev.HTTPMethod, path)
@@ -227,7 +228,7 @@ func (h *Handler) startSpan(ctx context.Context, ev events.APIGatewayProxyReques
 	if len(traceparent) == 1 {
 		caller = strings.TrimSpace(traceparent[0])
 	}
-	route := routeOf(strings.TrimSuffix(ev.Path, "/"))
+	route, _ := routeOf(strings.TrimSuffix(ev.Path, "/"))
 	method := truncate(ev.HTTPMethod, 16)
 	attrs := []attribute.KeyValue{attribute.String("http.request.method", method)}
 	name := method
@@ -260,26 +261,47 @@ func endSpan(span trace.Span, status int, code problem.Code, opID string) {
 	span.End()
 }
 
-// routeOf is the API's route template path belongs to, "" for none of them: span names
+// The API's route templates (api/openapi.yaml): the router's, and its spans' names, which
 // must not hold ids.
-func routeOf(path string) string {
-	switch {
-	case path == operationsPath, path == operationTypesPath:
-		return path
-	case strings.HasPrefix(path, operationTypesPath+"/"):
-		return operationTypesPath + "/{name}"
+const (
+	routeOperations = operationsPath
+	routeOperation  = operationsPath + "/{operationId}"
+	routeCancel     = routeOperation + "/cancel"
+	routeResolve    = routeOperation + "/resolve"
+	routeTypes      = operationTypesPath
+	routeType       = operationTypesPath + "/{name}"
+)
+
+// routeOf is the route template path belongs to and the operation id or type name in it; ""
+// for none of them. An operation's routes keep an empty id (…//cancel): the router answers
+// those itself.
+func routeOf(path string) (route, param string) {
+	switch path {
+	case operationsPath:
+		return routeOperations, ""
+	case operationTypesPath:
+		return routeTypes, ""
+	}
+	if name, ok := strings.CutPrefix(path, operationTypesPath+"/"); ok {
+		if name == "" || strings.Contains(name, "/") {
+			return "", ""
+		}
+		return routeType, name
 	}
 	rest, ok := strings.CutPrefix(path, operationsPath+"/")
-	if !ok || rest == "" {
-		return ""
+	if !ok {
+		return "", ""
 	}
-	switch _, action, _ := strings.Cut(rest, "/"); action {
+	id, action, _ := strings.Cut(rest, "/")
+	switch action {
 	case "":
-		return operationsPath + "/{operationId}"
-	case "cancel", "resolve":
-		return operationsPath + "/{operationId}/" + action
+		return routeOperation, id
+	case "cancel":
+		return routeCancel, id
+	case "resolve":
+		return routeResolve, id
 	}
-	return ""
+	return "", ""
 }
 
 // allowError is a 405: the problem, and the path's methods for the Allow header.

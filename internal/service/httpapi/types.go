@@ -39,28 +39,15 @@ func describeType(t optype.Type) operationType {
 // Types would otherwise answer that no type exists while admission admits some.
 var errNoTypes = errors.New("httpapi: Handler.Types is nil: discovery serves the registry admission validates against, and has none")
 
-// typesRoute serves /v1/operation-types and /v1/operation-types/{name}; ok is false for any
-// other path.
-func (h *Handler) typesRoute(method, path string) (resp response, ok bool, err error) {
-	if path == operationTypesPath {
-		if method != http.MethodGet {
-			return response{}, true, methodNotAllowed(method, path, http.MethodGet)
-		}
-		resp, err := h.listTypes()
-		return resp, true, err
-	}
-	name, found := strings.CutPrefix(path, operationTypesPath+"/")
-	if !found {
-		return response{}, false, nil
-	}
-	if name == "" || strings.Contains(name, "/") {
-		return response{}, true, errNoRoute(method, path)
-	}
+// typesRoute serves /v1/operation-types and /v1/operation-types/{name} (name, from routeOf).
+func (h *Handler) typesRoute(method, path, name string) (response, error) {
 	if method != http.MethodGet {
-		return response{}, true, methodNotAllowed(method, path, http.MethodGet)
+		return response{}, methodNotAllowed(method, path, http.MethodGet)
 	}
-	resp, err = h.getType(name)
-	return resp, true, err
+	if name == "" {
+		return h.listTypes()
+	}
+	return h.getType(name)
 }
 
 // listTypes serves GET /v1/operation-types: every type of the registry, sorted by name.
