@@ -55,14 +55,9 @@ func newFixture(t *testing.T) *fixture {
 	return newFixtureOn(t, client)
 }
 
-// eachStore runs a test on plain DynamoDB Local and again behind the conflict proxy
-// (transactions hold their items 10–20 ms and overlapping work is refused, as on AWS).
+// eachStore runs test with this package's fixture on each store (dynamotest.EachStore).
 func eachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
-	t.Run("plain", func(t *testing.T) { test(t, newFixture(t)) })
-	t.Run("conflicts", func(t *testing.T) {
-		client, _, _ := dynamotest.NewConflictClient(t, 10*time.Millisecond)
-		test(t, newFixtureOn(t, client))
-	})
+	dynamotest.EachStore(t, func(t *testing.T, client *dynamodb.Client) { test(t, newFixtureOn(t, client)) })
 }
 
 func newFixtureOn(t *testing.T, client *dynamodb.Client) *fixture {

@@ -138,6 +138,21 @@ func Client(endpoint string) (*dynamodb.Client, *Counter) {
 	return client, counter
 }
 
+// EachStore runs test twice: on a client of plain DynamoDB Local, and on one behind the
+// conflict-faithful proxy (transactions hold their items 10–20 ms and overlapping work is
+// refused, as on AWS). Plain DynamoDB Local runs transactions one at a time and never
+// refuses one, so a race test proves nothing about AWS on it alone.
+func EachStore(t *testing.T, test func(t *testing.T, client *dynamodb.Client)) {
+	t.Run("plain", func(t *testing.T) {
+		client, _ := NewClient(t)
+		test(t, client)
+	})
+	t.Run("conflicts", func(t *testing.T) {
+		client, _, _ := NewConflictClient(t, 10*time.Millisecond)
+		test(t, client)
+	})
+}
+
 // NewConflictClient is NewClient behind a conflict-faithful proxy: transactions hold their
 // items for hold to 2×hold and overlapping work on them is refused as DynamoDB on AWS
 // refuses it. The proxy closes with the test.
