@@ -1,6 +1,8 @@
 package config
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +83,17 @@ func TestTracingFromEnv(t *testing.T) {
 	t.Setenv("LONGRUN_TRACING", "on")
 	if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), "LONGRUN_TRACING") {
 		t.Fatalf("LONGRUN_TRACING=on: %v", err)
+	}
+}
+
+// The functions answer JSON as it is: an & stays one byte, so a recorder's decision that
+// fits Step Functions' 256 KiB limit as data still fits it on the wire.
+func TestAnswersAreNotHTMLEscaped(t *testing.T) {
+	h := handlerOf(func(context.Context, json.RawMessage) (map[string]string, error) {
+		return map[string]string{"note": "<&>"}, nil
+	})
+	out, err := h.Invoke(context.Background(), []byte(`{}`))
+	if err != nil || !strings.Contains(string(out), `"<&>"`) {
+		t.Fatalf("%s %v; want the answer unescaped", out, err)
 	}
 }

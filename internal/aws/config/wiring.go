@@ -157,14 +157,22 @@ func (f Function) Tracer() trace.Tracer { return f.Tracing.Tracer() }
 // each invocation's log lines say whether it is the process's first (cold_start), and, with
 // tracing on, each invocation is a span, flushed before it returns. It does not return.
 func (f Function) Start(handler any) {
-	lambda.Start(lambdalog.Invocations(f.Tracing.WrapHandler(lambda.NewHandler(handler), f.service)))
+	lambda.Start(lambdalog.Invocations(f.Tracing.WrapHandler(handlerOf(handler), f.service)))
+}
+
+// handlerOf is handler as the runtime calls it, answering JSON without HTML escaping: an
+// answer goes to Step Functions or API Gateway, never into a page, and escaping writes each
+// <, > and & as six bytes, which could take a recorder's decision past Step Functions'
+// 256 KiB limit on a task's output.
+func handlerOf(handler any) lambda.Handler {
+	return lambda.NewHandlerWithOptions(handler, lambda.WithSetEscapeHTML(false))
 }
 
 // Start is Function.Start without tracing, for a main that has no Function.
 //
 // Deprecated: use Function.Start, which traces the invocations when tracing is on.
 func Start(handler any) {
-	lambda.Start(lambdalog.Invocations(lambda.NewHandler(handler)))
+	lambda.Start(lambdalog.Invocations(handlerOf(handler)))
 }
 
 func exit(log *slog.Logger, err error) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,18 +22,45 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/step"
 )
 
-// refused are the Lambda errors of an invocation that never reached the function, which
-// are safe to send again (Step Functions' recommended retry list for Lambda tasks, less
-// the ambiguous ones).
+// beforeHandler are the Lambda errors of an invocation that never reached the function's
+// handler, whatever their HTTP status: throttling, and the 502 family that Lambda answers
+// while it cannot give the function an execution environment (its network interface, its
+// subnet's addresses, its KMS key, a function still being created or updated). Each is safe
+// to send again, and after the retries the step never ran. A 5xx missing here
+// (ServiceException above all) may have reached the handler and is never sent again.
+// The list is Lambda's Invoke API reference, error by error.
+var beforeHandler = []string{
+	"TooManyRequestsException",
+	"ResourceNotReadyException",
+	"ResourceConflictException",
+	"CodeStorageExceededException",
+	"EC2ThrottledException",
+	"EC2AccessDeniedException",
+	"EC2UnexpectedException",
+	"ENILimitReachedException",
+	"SubnetIPAddressLimitReachedException",
+	"InvalidSubnetIDException",
+	"InvalidSecurityGroupIDException",
+	"InvalidRuntimeException",
+	"InvalidZipFileException",
+	"KMSAccessDeniedException",
+	"KMSDisabledException",
+	"KMSInvalidStateException",
+	"KMSNotFoundException",
+	"EFSMountConnectivityException",
+	"EFSMountFailureException",
+	"EFSMountTimeoutException",
+	"SnapStartNotReadyException",
+	"SnapStartTimeoutException",
+}
+
+// refused retries the invocations that never reached the handler.
 func refused() retry.IsErrorRetryable {
-	return retry.RetryableErrorCode{Codes: map[string]struct{}{
-		"TooManyRequestsException":             {},
-		"EC2ThrottledException":                {},
-		"ResourceNotReadyException":            {},
-		"ResourceConflictException":            {},
-		"CodeStorageExceededException":         {},
-		"SubnetIPAddressLimitReachedException": {},
-	}}
+	codes := map[string]struct{}{}
+	for _, c := range beforeHandler {
+		codes[c] = struct{}{}
+	}
+	return retry.RetryableErrorCode{Codes: codes}
 }
 
 // Invoker invokes worker functions.
@@ -96,9 +124,10 @@ func classify(ctx context.Context, err error) *step.InvokeError {
 	switch {
 	case ctx.Err() != nil:
 		return &step.InvokeError{Name: step.ErrTimeout, Cause: "no answer within the step's timeout"}
-	case errors.As(err, &api) && errors.As(err, &resp) && resp.HTTPStatusCode() < 500:
-		// A 4xx answer (throttled, no such function, payload too large, …) is a refusal:
-		// the function did not run.
+	case errors.As(err, &api) && (slices.Contains(beforeHandler, api.ErrorCode()) ||
+		errors.As(err, &resp) && resp.HTTPStatusCode() < 500):
+		// A refusal before the handler (throttled, no such function, payload too large, a
+		// 502 of the family above): the function did not run.
 		return &step.InvokeError{Name: step.ErrNotInvoked, Cause: api.ErrorCode() + ": " + api.ErrorMessage()}
 	case errors.As(err, &api):
 		return &step.InvokeError{Name: "Lambda." + api.ErrorCode(), Cause: api.ErrorMessage()}

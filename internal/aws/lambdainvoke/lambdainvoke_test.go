@@ -100,6 +100,24 @@ func TestOnlyRefusalsAreRetried(t *testing.T) {
 	}
 }
 
+// Lambda answers 502 for refusals that come before the handler runs (no network interface
+// yet, a KMS key it cannot use, a function still being updated): those never ran either, so
+// they are retried and end as not invoked, never as a worker failure that may have acted.
+func TestRefusalsBeforeTheHandlerAreNotInvoked(t *testing.T) {
+	for _, code := range []string{"ResourceNotReadyException", "EC2ThrottledException", "SubnetIPAddressLimitReachedException",
+		"ENILimitReachedException", "KMSAccessDeniedException", "KMSDisabledException", "InvalidSubnetIDException"} {
+		inv, calls := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) {
+			w.Header().Set("X-Amzn-Errortype", code)
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"Type":"Server","message":"not ready"}`))
+		})
+		_, err := inv.Invoke(context.Background(), "worker-x", []byte(`{}`), time.Minute)
+		if ie := invokeErr(t, err); ie.Name != step.ErrNotInvoked || calls.Load() != 3 {
+			t.Errorf("%s: %+v after %d calls; want not invoked after 3", code, ie, calls.Load())
+		}
+	}
+}
+
 func TestNoAnswerInTimeIsTheStepsTimeout(t *testing.T) {
 	inv, _ := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) { time.Sleep(500 * time.Millisecond) })
 	_, err := inv.Invoke(context.Background(), "worker-x", []byte(`{}`), 50*time.Millisecond)

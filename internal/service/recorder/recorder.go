@@ -57,6 +57,12 @@ type Decision struct {
 	// Task and Error are the end of the step that could not be recorded (NextUnrecorded).
 	Task  *Task      `json:"task,omitempty"`
 	Error *TaskError `json:"error,omitempty"`
+	// Refusals counts how many times in a row Lambda refused to invoke the worker for
+	// Request.Step (throttled, or another refusal before the handler ran): the step is
+	// offered again after a wait that grows with it (RefusalWait), until the deadline.
+	Refusals int `json:"refusals,omitempty"`
+	// Refused is the last refusal's cause, for the problem if the deadline ends the work.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Input is the workflow's state as the recorder receives it: the execution's input
@@ -167,12 +173,21 @@ type errorPayload struct {
 
 // throttled is the error of an invocation that Lambda refused before the function ran
 // (after the workflow's retries): nothing of that step happened.
-const throttled = "Lambda.TooManyRequestsException"
+const throttled = step.ErrNotInvoked
 
-// end is what a step came to: a fact to record, or a continue report.
+// RefusalWait is how long the recorder waits before it offers a step again that Lambda
+// refused to invoke n times in a row: 2 s, doubling, at most step.MaxPause. A quota that
+// binds only delays the work; the deadline ends it (worker_unavailable).
+func RefusalWait(n int) time.Duration {
+	return min(time.Second<<min(max(n, 1), 9), step.MaxPause)
+}
+
+// end is what a step came to: a fact to record, a continue report, or a refusal (the step
+// never ran, and is offered again; cause says why).
 type end struct {
-	fact *operation.Fact
-	cont *step.Report
+	fact    *operation.Fact
+	cont    *step.Report
+	refused string
 }
 
 // stepEnd reads how the step req ended from in. A report that cannot be read, or any failure
@@ -201,11 +216,11 @@ func stepEnd(in Input, req *step.Request) end {
 	}
 	switch {
 	case failure == throttled:
-		detail := "The worker could not be invoked for the first step, so no work ran."
-		if req.Step > 1 {
-			detail = fmt.Sprintf("The worker could not be invoked for step %d, so that step never ran; the steps before it had completed.", req.Step)
+		cause := "throttled"
+		if in.Error != nil && in.Error.Cause != "" {
+			cause = truncate(in.Error.Cause, 100)
 		}
-		return fail(operation.KindFailed, "worker_unavailable", "Worker unavailable", detail)
+		return end{refused: cause}
 	case failure == "States.Timeout":
 		return fail(operation.KindOutcomeUnknown, "step_timeout", "Step timed out",
 			fmt.Sprintf("Step %d did not finish within its step timeout of %ds; it may have acted, so the outcome is unknown until it is reconciled.", req.Step, req.StepTimeoutSeconds))
@@ -263,10 +278,24 @@ func Outcome(in Input) (f operation.Fact, ok bool) {
 		req = &step.Request{} // an emulator overwrote the decision with the recorder's own error
 	}
 	e := stepEnd(in, req)
+	if e.refused != "" {
+		// The step never ran, but this execution can no longer offer it again.
+		return *unavailable(req.Step, e.refused), true
+	}
 	if e.fact == nil {
 		return operation.Fact{}, false
 	}
 	return *e.fact, true
+}
+
+// unavailable is the fact for work whose worker Lambda kept refusing to invoke for step n:
+// that step never ran, and the steps before it had completed.
+func unavailable(n int, cause string) *operation.Fact {
+	detail := "The worker could not be invoked for the first step (" + cause + "), so no work ran."
+	if n > 1 {
+		detail = fmt.Sprintf("The worker could not be invoked for step %d (%s), so that step never ran; the steps before it had completed.", n, cause)
+	}
+	return fail(operation.KindFailed, "worker_unavailable", "Worker unavailable", detail).fact
 }
 
 // Unrecorded is the fact for a workflow that ended without the recorder recording how its
@@ -318,6 +347,8 @@ type pace struct {
 func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error) {
 	progressed := false
 	id := in.OperationID
+	carried := 0
+	var e end
 	var next step.Request
 	var resumeAt time.Time
 	if req := in.ran(); req != nil {
@@ -326,14 +357,21 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		id, next = d.Request.OperationID, *d.Request // after a pause or a continue: the request it was for
 		next.Step--                                  // gate() moves on to it again
 		resumeAt, _ = time.Parse(operation.TimeFormat, d.ResumeAt)
+		carried = d.Refusals // a step offered again after a refusal keeps its count and cause
+		e.refused = d.Refused
 	}
 	if id == "" {
 		return handled{}, errors.New("recorder: the workflow state names no operation")
 	}
 	ctx = logctx.With(ctx, logctx.Fields{OperationID: id})
-	var e end
+	refusals := 0
 	if req := in.ran(); req != nil {
-		e = stepEnd(in, req)
+		if e = stepEnd(in, req); e.refused != "" {
+			// Lambda refused the step before it ran: nothing happened, nothing is recorded,
+			// and gate() offers the same step again once the wait is over.
+			next.Step--
+			refusals = in.last().Refusals + 1
+		}
 	}
 	if e.cont != nil {
 		next.State = e.cont.State
@@ -346,7 +384,7 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		now := r.Now()
 		recordedAt = now
-		if op.State.Terminal() || op.State == operation.OutcomeUnknown {
+		if op.State.Terminal() || op.State == operation.OutcomeUnknown && e.fact == nil {
 			return nil, nil // settled elsewhere: do no more work and record nothing
 		}
 		var out []operation.Fact
@@ -355,6 +393,9 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			out = append(out, f)
 		}
 		if e.fact != nil {
+			// After outcome_unknown (the reconciler or a timeout gave up on the step), the
+			// step's real end, when it comes, is recorded: the fold lets succeeded and failed
+			// settle an unknown outcome, and nobody then has to guess.
 			if _, err := operation.Next(op.State, e.fact.Kind); err != nil {
 				return nil, nil // a late result never overwrites a decision
 			}
@@ -373,7 +414,19 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		if e.cont != nil && (op.Progress == nil || op.Progress.CompletedSteps < next.Step) {
 			progress = progressAfter(next.Step, e.cont.Progress)
 		}
-		f, d := r.gate(op, next, e.cont, resumeAt, now)
+		at := resumeAt
+		if refusals > 0 {
+			at = now.Add(RefusalWait(refusals))
+		}
+		offered := max(refusals, carried) // times in a row this step was refused
+		f, d := r.gate(op, next, e.cont, at, now, offered > 0)
+		switch {
+		case f == nil && offered > 0:
+			d.Refusals, d.Refused = offered, e.refused
+		case f != nil && offered > 0 && f.Problem != nil && f.Problem.Code == "deadline_exceeded":
+			// The deadline ended work that Lambda kept refusing: say so.
+			f = unavailable(next.Step+1, e.refused)
+		}
 		if f == nil && d.Next == NextWork && p.fits != nil && !p.fits(time.Duration(d.StepTimeoutSeconds)*time.Second) {
 			d.Next = NextContinue
 		}
@@ -406,7 +459,11 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 // steps than the type allows; each is recorded, and none can hide an effect: no step is in
 // flight. rep is the report of the step that asked to continue (nil before the first step
 // and after a pause); resumeAt is when the wait in progress ends.
-func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Report, resumeAt, now time.Time) (*operation.Fact, Decision) {
+//
+// A step offered again after Lambda refused it (again) waits at most until the deadline,
+// rather than stopping at once when its wait would end after it: only the deadline itself
+// fails work that a quota delayed.
+func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Report, resumeAt, now time.Time, again bool) (*operation.Fact, Decision) {
 	done := Decision{Next: NextDone}
 	completed := last.Step
 	stop := func(kind operation.Kind, code, title, detail string) (*operation.Fact, Decision) {
@@ -456,8 +513,11 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 			resumeAt = now.Add(typ.StepDelay)
 		}
 	}
+	if again && resumeAt.After(deadline) {
+		resumeAt = deadline
+	}
 	if wait := resumeAt.Sub(now); wait > 0 {
-		if !resumeAt.Before(deadline) {
+		if !resumeAt.Before(deadline) && !again {
 			return stop(operation.KindFailed, "deadline_exceeded", "Deadline exceeded",
 				fmt.Sprintf("The worker asked to wait until %s before step %d, past the operation's deadline of %s: %s.",
 					operation.FormatTime(resumeAt), req.Step, allowed, ran()))

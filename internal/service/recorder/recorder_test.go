@@ -276,9 +276,6 @@ func TestStepEnds(t *testing.T) {
 		{"crash (error payload)", func(d recorder.Decision) recorder.Input {
 			return after(d, `{"errorType":"Runtime.ExitError","errorMessage":"boom"}`)
 		}, operation.OutcomeUnknown, "worker_error"},
-		{"throttled, never ran", func(d recorder.Decision) recorder.Input {
-			return recorder.Input{Gate: &recorder.Gate{Decision: &d}, Error: &recorder.TaskError{Error: "Lambda.TooManyRequestsException"}}
-		}, operation.Failed, "worker_unavailable"},
 	}
 	for _, tc := range cases {
 		id := f.newOp()
@@ -290,6 +287,29 @@ func TestStepEnds(t *testing.T) {
 		if op.State != tc.state || op.Problem == nil || op.Problem.Code != tc.code {
 			t.Errorf("%s: %s %+v", tc.name, op.State, op.Problem)
 		}
+	}
+}
+
+// A step Lambda refused to invoke (the workflow's Catch names it as Step Functions does)
+// never ran: nothing is recorded, and the same step is offered again after a wait. The
+// reconciler, reading an execution that ended with such a refusal, fails the work as
+// worker_unavailable: that execution can no longer offer the step again.
+func TestARefusedStepIsOfferedAgain(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	d1 := f.handle(recorder.Input{OperationID: id})
+	before := f.load(id).Version
+	in := recorder.Input{Gate: &recorder.Gate{Decision: &d1}, Error: &recorder.TaskError{Error: "Lambda.TooManyRequestsException", Cause: "Rate Exceeded."}}
+	d := f.handle(in)
+	if d.Next != recorder.NextWait || d.Request == nil || d.Request.Step != 1 || d.Refusals != 1 || d.WaitSeconds != 2 {
+		t.Fatalf("%+v; want a 2 s wait before step 1 again", d)
+	}
+	if op := f.load(id); op.State != operation.Running || op.Version != before {
+		t.Fatalf("a refusal recorded something: %s v%d → v%d", op.State, before, op.Version)
+	}
+	fact, ok := recorder.Outcome(in)
+	if !ok || fact.Kind != operation.KindFailed || fact.Problem.Code != "worker_unavailable" || !strings.Contains(fact.Problem.Detail, "Rate Exceeded.") {
+		t.Fatalf("the reconciler's reading: %v %+v", ok, fact)
 	}
 }
 
@@ -407,4 +427,35 @@ func TestRacingGateCallsRecordOnce(t *testing.T) {
 			t.Fatalf("decision %+v with state %s", d2, op.State)
 		}
 	})
+}
+
+// A step's real end that comes after outcome_unknown was recorded (the reconciler stopped
+// the execution while the step was in flight, say) is recorded: the fold lets succeeded
+// and failed settle an unknown outcome. A step that asks to continue goes no further.
+func TestARealEndAfterAnUnknownOutcomeIsRecorded(t *testing.T) {
+	f := newFixture(t)
+	unknown := func(id string) {
+		t.Helper()
+		if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindOutcomeUnknown,
+			Source: operation.SourceReconciler, At: f.clock.Now(),
+			Problem: operation.NewProblem("deadline_exceeded", "Outcome unknown", "stopped")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := f.newOp()
+	d := f.handle(recorder.Input{OperationID: id})
+	unknown(id)
+	if next := f.handle(after(d, `{"status":"succeeded","result":{"rows":7}}`)); next.Next != recorder.NextDone {
+		t.Fatalf("%+v", next)
+	}
+	if op := f.load(id); op.State != operation.Succeeded || string(op.Result) != `{"rows":7}` {
+		t.Fatalf("%s %s; want the real end, succeeded", op.State, op.Result)
+	}
+	id2 := f.newOp()
+	d2 := f.handle(recorder.Input{OperationID: id2})
+	unknown(id2)
+	v := f.load(id2).Version
+	if next := f.handle(after(d2, `{"status":"continue"}`)); next.Next != recorder.NextDone || f.load(id2).Version != v {
+		t.Fatalf("a continue after outcome_unknown went on: %+v, v%d → v%d", next, v, f.load(id2).Version)
+	}
 }

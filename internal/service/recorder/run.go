@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,7 +109,7 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 				// The step's end is only in this invocation: hand it to the workflow, which
 				// ends in Unrecorded with it, for the reconciler.
 				r.Log.ErrorContext(ctx, "step end not recorded", "operation_id", req.OperationID, "step", req.Step, "error", err)
-				return Decision{Next: NextUnrecorded, Request: req, Task: in.Task, Error: in.Error}, nil
+				return Decision{Next: NextUnrecorded, Request: req, Task: in.Task, Error: in.Error}.slim(), nil
 			}
 			return Decision{}, err
 		}
@@ -120,9 +121,9 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 			return r.handBack(ctx, in, h)
 		case NextWork:
 		default:
-			return d, nil
+			return d.slim(), nil
 		}
-		payload, err := json.Marshal(d.Request)
+		payload, err := marshal(d.Request)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -141,6 +142,31 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 		}
 		in = next
 	}
+}
+
+// slim is d as it is handed to Step Functions, whose execution input, task input and task
+// output are each limited to 256 KiB: without the operation's input, which the gate rebuilds
+// from the operation anyway. A handed-on decision then carries little more than the
+// worker's state (step.MaxStateBytes).
+func (d Decision) slim() Decision {
+	if d.Request != nil && d.Request.Input != nil {
+		req := *d.Request
+		req.Input = nil
+		d.Request = &req
+	}
+	return d
+}
+
+// marshal is JSON without HTML escaping: encoding/json writes each of <, > and & as six
+// bytes, which would let an input of & characters grow sixfold past Step Functions' limit.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
 // fits says whether a step of stepTimeout, and the recording after it, fit in what is left
@@ -226,9 +252,10 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled) (Decision,
 			return Decision{Next: NextDone}, nil
 		}
 	}
+	d = d.slim()
 	next := Input{OperationID: op.ID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent, Continuation: k,
 		Gate: &Gate{Decision: &d}}
-	payload, err := json.Marshal(next)
+	payload, err := marshal(next)
 	if err != nil {
 		return Decision{}, err
 	}

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/step"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
@@ -65,6 +67,7 @@ type started struct {
 	resume   bool
 	name     string
 	input    recorder.Input
+	raw      []byte
 }
 
 func (e *executions) Ref(workflow string, resume bool, name string) (string, error) {
@@ -82,7 +85,7 @@ func (e *executions) Start(_ context.Context, workflow string, resume bool, name
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.started = append(e.started, started{workflow, resume, name, in})
+	e.started = append(e.started, started{workflow, resume, name, in, input})
 	return e.Ref(workflow, resume, name)
 }
 
@@ -299,7 +302,6 @@ func TestRunReadsInvocationFailures(t *testing.T) {
 		state operation.State
 		code  string
 	}{
-		{&step.InvokeError{Name: step.ErrNotInvoked, Cause: "Rate exceeded"}, operation.Failed, "worker_unavailable"},
 		{&step.InvokeError{Name: step.ErrTimeout}, operation.OutcomeUnknown, "step_timeout"},
 		{&step.InvokeError{Name: "errorString", Cause: "boom"}, operation.OutcomeUnknown, "worker_error"},
 		{errors.New("connection reset"), operation.OutcomeUnknown, "worker_error"},
@@ -409,4 +411,136 @@ func TestRacingHandBacksRecordOnce(t *testing.T) {
 			}
 		}
 	})
+}
+
+// refusing is a worker function that Lambda refuses to invoke the first `refuse` times
+// (throttled, or a 502 before the handler), then answers answer; every step number
+// offered is kept.
+type refusing struct {
+	mu     sync.Mutex
+	refuse int
+	answer string
+	offers []int
+}
+
+func (r *refusing) Invoke(_ context.Context, _ string, payload []byte, _ time.Duration) ([]byte, error) {
+	var req step.Request
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.offers = append(r.offers, req.Step)
+	if len(r.offers) <= r.refuse {
+		return nil, &step.InvokeError{Name: step.ErrNotInvoked, Cause: "TooManyRequestsException: Rate Exceeded."}
+	}
+	return []byte(r.answer), nil
+}
+
+// Throttling only delays: a step Lambda refused to invoke never ran, so nothing is recorded
+// for it; the Run hands the work on to wait (2 s, then 4 s, …) and the same step is offered
+// again, until it runs. A quota never fails accepted work before its deadline.
+func TestThrottlingOnlyDelays(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ex := &executions{}
+		f.rec.Executions = ex
+		w := &refusing{refuse: 3, answer: `{"status":"succeeded","result":{"ok":true}}`}
+		f.rec.Invoker = w
+		id := f.newOp()
+		in := recorder.Input{OperationID: id}
+		var waits []int
+		for range 4 {
+			d, err := f.rec.Run(context.Background(), recorder.Call{State: in, Worker: "w"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Next == recorder.NextDone {
+				break
+			}
+			if d.Next != recorder.NextWait || d.Request == nil || d.Request.Step != 1 {
+				t.Fatalf("a refused step waits and is offered again: %+v", d)
+			}
+			if op := f.load(id); op.State != operation.Running {
+				t.Fatalf("a refusal records no outcome: %s %+v", op.State, op.Problem)
+			}
+			waits = append(waits, d.WaitSeconds)
+			in = ex.last(t).input
+			f.clock.Add(time.Duration(d.WaitSeconds) * time.Second)
+		}
+		op := f.load(id)
+		if op.State != operation.Succeeded || fmt.Sprint(w.offers) != "[1 1 1 1]" || fmt.Sprint(waits) != "[2 4 8]" {
+			t.Fatalf("%s after offers %v and waits %v; want succeeded after [1 1 1 1] and [2 4 8]", op.State, w.offers, waits)
+		}
+	})
+}
+
+// Work that Lambda keeps refusing ends only at its deadline, failed with a code that says
+// why, and the steps before it are counted as completed.
+func TestRefusedUntilTheDeadlineIsWorkerUnavailable(t *testing.T) {
+	f := newFixture(t)
+	ex := &executions{}
+	f.rec.Executions = ex
+	w := &refusing{refuse: 1 << 20}
+	f.rec.Invoker = w
+	id := f.newOp()
+	in := recorder.Input{OperationID: id}
+	for i := 0; ; i++ {
+		if i > 40 {
+			t.Fatal("the deadline never ended the refusals")
+		}
+		d, err := f.rec.Run(context.Background(), recorder.Call{State: in, Worker: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Next == recorder.NextDone {
+			break
+		}
+		if d.WaitSeconds > int(step.MaxPause/time.Second) {
+			t.Fatalf("a refusal waits at most a pause: %d s", d.WaitSeconds)
+		}
+		in = ex.last(t).input
+		f.clock.Add(time.Duration(d.WaitSeconds) * time.Second)
+	}
+	op := f.load(id)
+	if op.State != operation.Failed || op.Problem == nil || op.Problem.Code != "worker_unavailable" ||
+		!strings.Contains(op.Problem.Detail, "TooManyRequestsException") {
+		t.Fatalf("%s %+v; want failed worker_unavailable naming the refusal", op.State, op.Problem)
+	}
+	if f.clock.Now().Before(op.CreatedAt.Add(10 * time.Minute)) {
+		t.Fatalf("failed at %s, before the 10-minute deadline from %s", f.clock.Now(), op.CreatedAt)
+	}
+}
+
+// A hand-back stays far under Step Functions' 256 KiB limit on an execution's input and a
+// task's output, whatever the operation's input: it leaves the input out (the gate rebuilds
+// it from the operation) and writes JSON without HTML escaping (an & would take 6 bytes).
+func TestAHandBackFitsStepFunctionsLimits(t *testing.T) {
+	f := newFixture(t)
+	ex := &executions{}
+	f.rec.Executions = ex
+	big := strings.Repeat("&", 60000)
+	out, err := f.admit.Admit(context.Background(), admission.Request{Scope: admission.Scope{Tenant: "acme", Principal: "alice"},
+		Key: "big", MediaType: "application/json", Body: []byte(`{"type":"test.poll","input":{"name":"big","mode":"` + big + `"}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := out.Record.OperationID
+	state := `{"note":"` + strings.Repeat("<&>", 10000) + `"}`
+	s := &script{answers: []any{`{"status":"continue","wait":true,"state":` + state + `}`, `{"status":"succeeded"}`}}
+	d := f.run(s, recorder.Input{OperationID: id})
+	st := ex.last(t)
+	absent := func(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+	if d.Request == nil || !absent(d.Request.Input) || !absent(st.input.Gate.Decision.Request.Input) {
+		t.Fatalf("the input was handed on (%d bytes)", len(st.input.Gate.Decision.Request.Input))
+	}
+	if len(st.raw) > 40000 || !strings.Contains(string(st.raw), "<&>") {
+		t.Fatalf("the next execution's input is %d bytes (escaped: %v); want the state unescaped, under 40,000", len(st.raw), !strings.Contains(string(st.raw), "<&>"))
+	}
+	// The next Run gives the worker the operation's whole input all the same.
+	f.clock.Add(time.Duration(d.WaitSeconds) * time.Second)
+	f.run(s, st.input)
+	var in struct{ Mode string }
+	if err := json.Unmarshal(s.requests[1].Input, &in); err != nil || in.Mode != big || string(s.requests[1].State) != state {
+		t.Fatalf("step 2 got an input of %d bytes (%v) and state %d bytes", len(in.Mode), err, len(s.requests[1].State))
+	}
 }
