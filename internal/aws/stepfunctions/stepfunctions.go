@@ -156,3 +156,14 @@ func (c Continuations) Ref(workflow string, resume bool, name string) (string, e
 func (c Continuations) Start(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
 	return c.Executor.Start(ctx, key(workflow, resume), name, input)
 }
+
+// Continue starts the execution called name that carries on an operation's work, for the
+// reconciler: as a Run's hand-back does (Continuations.Start). One already there is no
+// error.
+func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
+	ref, err := Continuations{e}.Start(ctx, workflow, resume, name, input)
+	if errors.Is(err, dispatch.ErrAlreadyStarted) {
+		return ref, nil
+	}
+	return ref, err
+}

@@ -39,11 +39,14 @@ type Execution struct {
 	Output []byte // the final workflow state, when it succeeded
 }
 
-// Executions looks executions up by name or reference and stops them.
+// Executions looks executions up by name or reference, stops them, and starts the one that
+// carries on an operation's work (Continue: on workflow's resume state machine when resume,
+// named name; one of that name already there is the one, and no error).
 type Executions interface {
 	Describe(ctx context.Context, workflow, name string) (Execution, error)
 	DescribeRef(ctx context.Context, ref string) (Execution, error)
 	Stop(ctx context.Context, ref, cause string) error
+	Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error)
 }
 
 // Store is the fact log plus the due index.
@@ -117,6 +120,7 @@ type Summary struct {
 	Dispatched  int `json:"dispatched"`
 	Recorded    int `json:"recorded"`
 	Stopped     int `json:"stopped"`
+	Continued   int `json:"continued"`
 	Rescheduled int `json:"rescheduled"`
 	Errors      int `json:"errors"`
 	// OutcomeUnknown is how many operations wait for an operator, all tenants together:
@@ -153,6 +157,8 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 			sum.Recorded++
 		case "stopped":
 			sum.Stopped++
+		case "continued":
+			sum.Continued++
 		case "rescheduled":
 			sum.Rescheduled++
 		}
@@ -168,7 +174,7 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 		r.count("OutcomeUnknownWaiting", float64(sum.OutcomeUnknown))
 	}
 	r.Log.InfoContext(ctx, "run", "examined", sum.Examined, "dispatched", sum.Dispatched, "recorded", sum.Recorded,
-		"stopped", sum.Stopped, "rescheduled", sum.Rescheduled, "errors", sum.Errors, "outcome_unknown", sum.OutcomeUnknown)
+		"stopped", sum.Stopped, "continued", sum.Continued, "rescheduled", sum.Rescheduled, "errors", sum.Errors, "outcome_unknown", sum.OutcomeUnknown)
 	return sum, nil
 }
 
@@ -240,11 +246,35 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 				f.Source = operation.SourceReconciler
 				return r.record(ctx, op, f)
 			}
+			if next, resume, ok := recorder.Resumption(in); ok {
+				return r.carryOn(ctx, op, typ.Worker, next, resume, later)
+			}
 		}
 		return r.record(ctx, op, r.ended(op, ex.Status))
 	default:
 		return r.record(ctx, op, r.ended(op, ex.Status))
 	}
+}
+
+// carryOn starts the execution that carries on op's work where its last one ended with
+// nothing in flight (recorder.Resumption): named after the operation and the count in next,
+// so a second look starts nothing new. That execution names itself the operation's latest
+// at its first step; until then the operation is looked at again after the check lease.
+func (r *Reconciler) carryOn(ctx context.Context, op operation.Operation, workflow string, next recorder.Input, resume bool,
+	later func(time.Duration) (result, error)) (result, error) {
+	input, err := json.Marshal(next)
+	if err != nil {
+		return result{}, err
+	}
+	name := fmt.Sprintf("%s-%d", op.ID, next.Continuation)
+	if _, err := r.Executions.Continue(ctx, workflow, resume, name, input); err != nil {
+		return result{}, err
+	}
+	r.Log.InfoContext(ctx, "carried on", "operation_id", op.ID, "execution", name)
+	if _, err := later(r.Leases.Check); err != nil {
+		return result{}, err
+	}
+	return result{action: "continued"}, nil
 }
 
 // stopped is the truth about an execution the reconciler just stopped. StopExecution does

@@ -23,6 +23,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 	"github.com/longrun-dev/longrun/internal/service/reconcile"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
 	"github.com/longrun-dev/longrun/internal/testkit/fakeexecutor"
 )
@@ -394,7 +395,6 @@ func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
 	}{
 		{"success", `{"status":"succeeded","result":{"n":3}}`, false, operation.Succeeded},
 		{"cancel honoured", `{"status":"continue"}`, true, operation.Canceled},
-		{"no step after a continue", `{"status":"continue"}`, false, operation.Failed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -475,5 +475,91 @@ func TestReconciledLineCarriesTheCorrelationID(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no reconciled line with the operation's ids:\n%s", buf.String())
+	}
+}
+
+// executionInput is what the fake executor was given to start name with, decoded.
+func (f *fixture) executionInput(name string) (recorder.Input, bool) {
+	f.t.Helper()
+	ex, ok := f.exec.Executions()[name]
+	if !ok {
+		return recorder.Input{}, false
+	}
+	var in recorder.Input
+	if err := json.Unmarshal(ex.Input, &in); err != nil {
+		f.t.Fatal(err)
+	}
+	return in, true
+}
+
+// Throttling only delays: when the workflow caught a Run that kept failing, the recorder's
+// own throttling included, and no step's outcome waits to be recorded, nothing is in
+// flight. The reconciler carries the work on in the operation's next execution, from the
+// state the last one held: a step that asked to continue goes on, and a Run that never ran
+// starts over, rather than failing accepted work or calling its outcome unknown.
+func TestACaughtRunIsCarriedOn(t *testing.T) {
+	for _, tc := range []struct {
+		name, output string
+		step         int // the step the carried-on execution's state was for
+	}{
+		{"the recorder was throttled before the first step",
+			`{"operationId":"ID","recordError":{"Error":"Lambda.TooManyRequestsException","Cause":"Rate Exceeded."}}`, 0},
+		{"a step asked to continue and its report could not be recorded", "", 1},
+		{"the worker was refused and the refusal could not be handled",
+			`{"operationId":"ID","gate":{"decision":FIRST},"error":{"Error":"Lambda.TooManyRequestsException","Cause":"Rate Exceeded."},"recordError":{"Error":"States.TaskFailed","Cause":"table unavailable"}}`, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.started(true)
+			output := []byte(strings.NewReplacer("ID", id, "FIRST", firstStep(id)).Replace(tc.output))
+			if tc.output == "" {
+				_, output = awsEndWhenRecordFails(t, id, `{"status":"continue","state":{"cursor":7}}`)
+			}
+			f.exec.Finish(id, reconcile.Succeeded, output)
+			f.clock.Advance(leases.Check + time.Second)
+			if sum := f.run(); sum.Continued != 1 {
+				t.Fatalf("%+v; want the work carried on", sum)
+			}
+			if op := f.load(id); op.State != operation.Running {
+				t.Fatalf("%s %+v; want still running", op.State, op.Problem)
+			}
+			in, ok := f.executionInput(id + "-1")
+			if !ok || in.OperationID != id || in.Continuation != 1 {
+				t.Fatalf("carried on in %+v (%v); want %s-1", in, ok, id)
+			}
+			if tc.step > 0 && (in.Gate == nil || in.Gate.Decision.Request == nil || in.Gate.Decision.Request.Step != tc.step) {
+				t.Fatalf("the state handed on is not step %d's: %+v", tc.step, in.Gate)
+			}
+			// A second look starts nothing new.
+			f.clock.Advance(time.Hour)
+			starts := f.exec.Starts()
+			f.run()
+			if f.exec.Starts() > starts+1 || len(f.exec.Executions()) != 2 {
+				t.Fatalf("%d executions after a second look", len(f.exec.Executions()))
+			}
+		})
+	}
+}
+
+// The next execution a Run could not start (Step Functions refused it) is in its
+// execution's output: the reconciler starts it, on the state machine it was for.
+func TestAPendingContinuationIsStarted(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	out := `{"operationId":"` + id + `","gate":{"decision":{"next":"wait","waitSeconds":20,"request":{"operationId":"` + id +
+		`","step":2,"state":{"n":1}},"pending":{"operationId":"` + id + `","continuation":1,"gate":{"decision":{"next":"wait","waitSeconds":20,"request":{"operationId":"` +
+		id + `","step":2,"state":{"n":1}}}}}}}}`
+	f.exec.Finish(id, reconcile.Succeeded, []byte(out))
+	f.clock.Advance(leases.Check + time.Second)
+	if sum := f.run(); sum.Continued != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	ex, ok := f.exec.Executions()[id+"-1"]
+	if !ok || ex.Workflow != "demo-task-resume" {
+		t.Fatalf("started %+v; want %s-1 on the resume state machine", ex, id)
+	}
+	in, _ := f.executionInput(id + "-1")
+	if string(in.Gate.Decision.Request.State) != `{"n":1}` || f.load(id).State != operation.Running {
+		t.Fatalf("handed %+v", in.Gate.Decision.Request)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +55,9 @@ type Decision struct {
 	Request            *step.Request `json:"request,omitempty"`
 	// ContinuedIn names the execution Run handed a wait or a continue to.
 	ContinuedIn string `json:"continuedIn,omitempty"`
+	// Pending is the next execution's input when Run could not start it (Step Functions
+	// kept refusing): this execution ends with it, and the reconciler starts it.
+	Pending *Input `json:"pending,omitempty"`
 	// Task and Error are the end of the step that could not be recorded (NextUnrecorded).
 	Task  *Task      `json:"task,omitempty"`
 	Error *TaskError `json:"error,omitempty"`
@@ -79,6 +83,9 @@ type Input struct {
 	Gate        *Gate      `json:"gate,omitempty"`
 	Task        *Task      `json:"task,omitempty"`
 	Error       *TaskError `json:"error,omitempty"`
+	// RecordError is what the workflow's Catch put in the state when Run kept failing
+	// (Unrecorded), the recorder's own throttling included.
+	RecordError *TaskError `json:"recordError,omitempty"`
 }
 
 // Gate holds the recorder's last decision as the workflow stored it.
@@ -278,10 +285,6 @@ func Outcome(in Input) (f operation.Fact, ok bool) {
 		req = &step.Request{} // an emulator overwrote the decision with the recorder's own error
 	}
 	e := stepEnd(in, req)
-	if e.refused != "" {
-		// The step never ran, but this execution can no longer offer it again.
-		return *unavailable(req.Step, e.refused), true
-	}
 	if e.fact == nil {
 		return operation.Fact{}, false
 	}
@@ -299,24 +302,49 @@ func unavailable(n int, cause string) *operation.Fact {
 }
 
 // Unrecorded is the fact for a workflow that ended without the recorder recording how its
-// last step ended (the Unrecorded state), for the reconciler: the step's own outcome, or,
-// when the step asked to continue, what stopping there means, since no step ran after it:
-// canceled when a cancel was asked for, failed otherwise. ok is false when no step ran.
+// last step ended (the Unrecorded state), for the reconciler: the step's own outcome; or,
+// when a cancel was asked for and the step asked to continue or was never invoked (Lambda
+// refused it), canceled, since no step is in flight. ok is false otherwise: Resumption
+// then says how the work goes on.
 func Unrecorded(in Input, cancelRequested bool) (f operation.Fact, ok bool) {
 	if f, ok := Outcome(in); ok {
 		return f, true
 	}
 	in = in.unrecorded()
 	req := in.ran()
-	if req == nil || in.Task == nil {
+	if req == nil || in.Task == nil && in.Error == nil || !cancelRequested {
 		return operation.Fact{}, false
 	}
-	if cancelRequested {
-		return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceExecutor}, true
+	return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceExecutor}, true
+}
+
+// Resumption is the execution that carries on the work of one that ended without finishing
+// it while nothing was in flight, for the reconciler to start: the next execution a Run
+// could not start (Pending), or, when the workflow caught a Run that kept failing (the
+// recorder's own throttling, a store that would not answer) with no step's outcome to
+// record, this execution's state itself, in the operation's next execution. Its first
+// step records what that state holds (a continue's progress, a refusal to offer again) and
+// gates as every step does. resume says which state machine the input is for: the resume
+// state machine when it is a wait's (Input.self). ok is false when out is none of these.
+func Resumption(out Input) (next Input, resume bool, ok bool) {
+	last := out.last()
+	if last != nil && last.Pending != nil {
+		return *last.Pending, last.Next == NextWait, true
 	}
-	return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceExecutor, Problem: operation.NewProblem(
-		"steps_interrupted", "Steps interrupted", fmt.Sprintf(
-			"Step %d completed and asked to continue, but its report could not be recorded, so no further step ran.", req.Step))}, true
+	if out.RecordError == nil && (last == nil || last.Next != NextUnrecorded) {
+		return Input{}, false, false
+	}
+	u := out.unrecorded()
+	if req := u.ran(); req != nil {
+		if stepEnd(u, req).fact != nil {
+			return Input{}, false, false // its own outcome, which Unrecorded records
+		}
+	} else if u.Task != nil || u.Error != nil {
+		return Input{}, false, false // an end of no known step
+	}
+	next = Input{OperationID: out.OperationID, CorrelationID: out.CorrelationID, Traceparent: out.Traceparent,
+		Continuation: out.Continuation + 1, Gate: u.Gate, Task: u.Task, Error: u.Error}
+	return next, next.self().resume, true
 }
 
 // Handle records how the last step ended, if one ran, and decides what the workflow does
@@ -341,6 +369,58 @@ type handled struct {
 type pace struct {
 	fits  func(stepTimeout time.Duration) bool
 	quiet bool
+	// self is the execution the Run runs in when it is a continuation (k > 0): it must be
+	// the operation's latest, and names itself when its predecessor could not (docs below).
+	self *continuation
+}
+
+// continuation is an execution after the operation's first: the k-th, on the type's resume
+// state machine or its own.
+type continuation struct {
+	k      int
+	resume bool
+}
+
+// continuationOf is the count in the name of execution ref of operation id: 0 for the
+// first (named after the operation), k for <id>-k, -1 for a ref of no such name.
+func continuationOf(id, ref string) int {
+	name := ref[strings.LastIndex(ref, ":")+1:]
+	if name == id {
+		return 0
+	}
+	rest, ok := strings.CutPrefix(name, id+"-")
+	if !ok {
+		return -1
+	}
+	k, err := strconv.Atoi(rest)
+	if err != nil {
+		return -1
+	}
+	return k
+}
+
+// claim is the fact, if one is needed, by which continuation c of op names itself the
+// operation's latest execution, and whether c is superseded: a Run starts the next
+// execution before it records it (so a fact never names an execution that does not exist),
+// and one that died in between leaves the naming to the execution it started. A later
+// continuation, or another execution of the same count (two Runs that raced to hand on),
+// already named means this one must go no further.
+func (r *Recorder) claim(op operation.Operation, c *continuation) (*operation.Fact, bool) {
+	if c == nil || r.Executions == nil {
+		return nil, false
+	}
+	typ, ok := r.Registry.Lookup(op.Type)
+	if !ok {
+		return nil, false
+	}
+	own, err := r.Executions.Ref(typ.Worker, c.resume, fmt.Sprintf("%s-%d", op.ID, c.k))
+	if err != nil || op.Execution == own {
+		return nil, false
+	}
+	if continuationOf(op.ID, op.Execution) >= c.k {
+		return nil, true
+	}
+	return &operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, Progress: op.Progress, Execution: own}, false
 }
 
 // handle is Handle paced by p.
@@ -406,6 +486,14 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			add(*e.fact)
 			recorded = e.fact
 			return out, nil
+		}
+		claim, superseded := r.claim(op, p.self)
+		if superseded {
+			r.Log.WarnContext(ctx, "superseded", "operation_id", op.ID, "latest", op.Execution)
+			return nil, nil // another execution carries the work on: do nothing here
+		}
+		if claim != nil {
+			add(*claim)
 		}
 		if op.State == operation.Accepted || op.State == operation.Dispatched {
 			add(operation.Fact{Kind: operation.KindStarted, Source: operation.SourceExecutor})

@@ -291,9 +291,7 @@ func TestStepEnds(t *testing.T) {
 }
 
 // A step Lambda refused to invoke (the workflow's Catch names it as Step Functions does)
-// never ran: nothing is recorded, and the same step is offered again after a wait. The
-// reconciler, reading an execution that ended with such a refusal, fails the work as
-// worker_unavailable: that execution can no longer offer the step again.
+// never ran: nothing is recorded, and the same step is offered again after a wait.
 func TestARefusedStepIsOfferedAgain(t *testing.T) {
 	f := newFixture(t)
 	id := f.newOp()
@@ -307,9 +305,22 @@ func TestARefusedStepIsOfferedAgain(t *testing.T) {
 	if op := f.load(id); op.State != operation.Running || op.Version != before {
 		t.Fatalf("a refusal recorded something: %s v%d → v%d", op.State, before, op.Version)
 	}
-	fact, ok := recorder.Outcome(in)
-	if !ok || fact.Kind != operation.KindFailed || fact.Problem.Code != "worker_unavailable" || !strings.Contains(fact.Problem.Detail, "Rate Exceeded.") {
-		t.Fatalf("the reconciler's reading: %v %+v", ok, fact)
+	// The reconciler, reading an execution that ended there, records nothing (the step never
+	// ran) and carries the work on in the next execution, which offers the step again; a
+	// cancel asked for meanwhile ends it canceled at once.
+	in.RecordError = &recorder.TaskError{Error: "States.TaskFailed", Cause: "table unavailable"}
+	if fact, ok := recorder.Unrecorded(in, false); ok {
+		t.Fatalf("a refusal has no outcome: %+v", fact)
+	}
+	if fact, ok := recorder.Unrecorded(in, true); !ok || fact.Kind != operation.KindCanceled {
+		t.Fatalf("a refusal with a cancel asked for: %v %+v", ok, fact)
+	}
+	next, resume, ok := recorder.Resumption(in)
+	if !ok || resume || next.Continuation != 1 || next.Error == nil {
+		t.Fatalf("resumption %+v %v %v", next, resume, ok)
+	}
+	if d := f.handle(next); d.Next != recorder.NextWait || d.Request.Step != 1 || d.Refusals != 1 {
+		t.Fatalf("the carried-on execution: %+v", d)
 	}
 }
 

@@ -97,8 +97,9 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 	start := r.Now()
 	lastProgress := start
 	in := call.State
+	self := in.self()
 	for ran := 0; ; ran++ {
-		p := pace{quiet: r.Now().Sub(lastProgress) < ProgressEvery}
+		p := pace{quiet: r.Now().Sub(lastProgress) < ProgressEvery, self: self}
 		if ran > 0 {
 			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, start, stepTimeout) }
 		}
@@ -169,6 +170,16 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
+// self is the continuation in runs in (nil in the operation's first execution): the k-th,
+// on the resume state machine when it was handed a wait (the only way onto it).
+func (in Input) self() *continuation {
+	if in.Continuation == 0 {
+		return nil
+	}
+	last := in.last()
+	return &continuation{k: in.Continuation, resume: last != nil && last.Next == NextWait && in.ran() == nil}
+}
+
 // fits says whether a step of stepTimeout, and the recording after it, fit in what is left
 // of the invocation (ctx's deadline) and of RunBudget since the Run started.
 func (r *Recorder) fits(ctx context.Context, start time.Time, stepTimeout time.Duration) bool {
@@ -199,10 +210,13 @@ func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (handle
 
 // handBack goes on with the work in the operation's next execution: after a wait on the
 // type's resume state machine, which waits first, else on its own. The next execution is
-// named after the operation and a count, recorded before it is started (so the reconciler
-// watches it even if this Run dies in between), and started once whatever the retries: an
-// execution of that name already there is the one. An execution stopped behind the
-// recorder's back goes no further: the reconciler finds it stopped and says so.
+// named after the operation and a count, and started once whatever the retries: an
+// execution of that name already there is the one. It is started before a fact names it,
+// so the reconciler never looks for an execution that does not exist yet; a Run that dies
+// in between leaves the naming to that execution (claim). One that Step Functions will not
+// start is handed to the reconciler in this execution's output (Pending). An execution
+// stopped behind the recorder's back goes no further: the reconciler finds it stopped and
+// says so.
 func (r *Recorder) handBack(ctx context.Context, in Input, h handled) (Decision, error) {
 	d, op := h.Decision, h.op
 	typ, ok := r.Registry.Lookup(op.Type)
@@ -235,23 +249,6 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled) (Decision,
 			return Decision{Next: NextDone}, nil
 		}
 	}
-	if op.Execution != ref {
-		settled := false
-		_, err := facts.Update(ctx, r.Store, op.ID, func(cur operation.Operation) ([]operation.Fact, error) {
-			settled = cur.State.Terminal() || cur.State == operation.OutcomeUnknown
-			if settled || cur.Execution == ref {
-				return nil, nil
-			}
-			return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(),
-				Progress: cur.Progress, Execution: ref}}, nil
-		})
-		if err != nil {
-			return Decision{}, err
-		}
-		if settled {
-			return Decision{Next: NextDone}, nil
-		}
-	}
 	d = d.slim()
 	next := Input{OperationID: op.ID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent, Continuation: k,
 		Gate: &Gate{Decision: &d}}
@@ -260,7 +257,34 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled) (Decision,
 		return Decision{}, err
 	}
 	if started, err := r.Executions.Start(ctx, typ.Worker, resume, name, payload); err != nil && started == "" {
-		return Decision{}, err
+		// Step Functions refused the start (throttled after the client's retries): every
+		// step's end is recorded and nothing is in flight, so this execution ends with the
+		// next one's input for the reconciler to start, rather than failing and running its
+		// steps again.
+		r.Log.WarnContext(ctx, "next execution not started", "operation_id", op.ID, "next", name, "error", err.Error())
+		d.Pending = &next
+		return d, nil
+	}
+	superseded := false
+	if op.Execution != ref {
+		_, err := facts.Update(ctx, r.Store, op.ID, func(cur operation.Operation) ([]operation.Fact, error) {
+			superseded = cur.State.Terminal() || cur.State == operation.OutcomeUnknown ||
+				cur.Execution != ref && continuationOf(op.ID, cur.Execution) >= k
+			if superseded || cur.Execution == ref {
+				return nil, nil
+			}
+			return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(),
+				Progress: cur.Progress, Execution: ref}}, nil
+		})
+		if err != nil {
+			// The execution is started and names itself at its first step (claim).
+			r.Log.WarnContext(ctx, "next execution not recorded", "operation_id", op.ID, "next", name, "error", err.Error())
+		}
+	}
+	if superseded {
+		// Settled meanwhile, or another Run of this execution handed on first: the
+		// execution started here finds that at its first step and does nothing.
+		return Decision{Next: NextDone}, nil
 	}
 	d.ContinuedIn = name
 	return d, nil

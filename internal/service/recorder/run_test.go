@@ -60,6 +60,9 @@ type executions struct {
 	mu      sync.Mutex
 	started []started
 	stopped map[string]bool // refs that are no longer running
+	// onStart runs before each start (outside the lock); an error it returns is the
+	// start's, as Step Functions refusing it.
+	onStart func(name string) error
 }
 
 type started struct {
@@ -82,6 +85,11 @@ func (e *executions) Start(_ context.Context, workflow string, resume bool, name
 	var in recorder.Input
 	if err := json.Unmarshal(input, &in); err != nil {
 		return "", err
+	}
+	if e.onStart != nil {
+		if err := e.onStart(name); err != nil {
+			return "", err
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -543,4 +551,107 @@ func TestAHandBackFitsStepFunctionsLimits(t *testing.T) {
 	if err := json.Unmarshal(s.requests[1].Input, &in); err != nil || in.Mode != big || string(s.requests[1].State) != state {
 		t.Fatalf("step 2 got an input of %d bytes (%v) and state %d bytes", len(in.Mode), err, len(s.requests[1].State))
 	}
+}
+
+// The next execution exists before any fact names it: the Run starts it, then records it,
+// so a reconciler that reads the operation in between never finds a named execution
+// missing and calls a healthy operation's outcome unknown.
+func TestTheNextExecutionExistsBeforeAFactNamesIt(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ex := &executions{}
+		f.rec.Executions = ex
+		id := f.newOp()
+		ref, _ := ex.Ref("test-poll", true, id+"-1")
+		namedAtStart := ""
+		ex.onStart = func(string) error { namedAtStart = f.load(id).Execution; return nil }
+		d := f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
+		if d.ContinuedIn != id+"-1" || namedAtStart == ref || f.load(id).Execution != ref {
+			t.Fatalf("%+v: named %q when it was started, %q after; want it named only after", d, namedAtStart, f.load(id).Execution)
+		}
+	})
+}
+
+// A Run that died between starting the next execution and naming it leaves the naming to
+// that execution: its first step names it the operation's latest, and the work goes on.
+func TestAContinuationNamesItself(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ex := &executions{}
+		f.rec.Executions = ex
+		id3 := f.newOp()
+		// The dispatcher's first execution ran step 1 and died after starting <id3>-1.
+		f.handle(recorder.Input{OperationID: id3})
+		before := f.load(id3)
+		wait := recorder.Decision{Next: recorder.NextWait, WaitSeconds: 20, Request: &step.Request{OperationID: id3, Step: 2}}
+		s := &script{answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
+		f.clock.Add(time.Minute)
+		d := f.run(s, recorder.Input{OperationID: id3, Continuation: 1, Gate: &recorder.Gate{Decision: &wait}})
+		own, _ := ex.Ref("test-poll", true, id3+"-1")
+		op := f.load(id3)
+		if before.Execution == own || d.Next != recorder.NextDone || op.State != operation.Succeeded || len(s.requests) != 1 || s.requests[0].Step != 2 {
+			t.Fatalf("%+v: %s after %d steps, named %q (before %q)", d, op.State, len(s.requests), op.Execution, before.Execution)
+		}
+		if op.Execution != own {
+			t.Fatalf("the continuation did not name itself: %q, want %q", op.Execution, own)
+		}
+	})
+}
+
+// Two Runs of one execution that race to hand on, one to wait and one to go on at once,
+// start executions of the same name on different state machines: only the one named first
+// goes on. The other's Run finds a continuation of its count already named, and does
+// nothing: two continuations never run the same operation.
+func TestTwoHandBacksOnDifferentMachinesContinueOnce(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ex := &executions{}
+		f.rec.Executions = ex
+		id := f.newOp()
+		// Run A handed a wait on: <id>-1 on the resume state machine is named.
+		f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
+		resumeRef, _ := ex.Ref("test-poll", true, id+"-1")
+		if f.load(id).Execution != resumeRef {
+			t.Fatal("Run A's continuation is not named")
+		}
+		v := f.load(id).Version
+		// Run B, of the same execution, ran step 1 again and its worker asked to go on at
+		// once: it hands on to <id>-1 on the type's own state machine (a Run with no room).
+		f.rec.RunBudget = time.Nanosecond
+		s := &script{takes: time.Second, answers: []any{`{"status":"continue"}`}}
+		d := f.run(s, recorder.Input{OperationID: id})
+		f.rec.RunBudget = 0
+		if d.Next != recorder.NextDone || f.load(id).Execution != resumeRef {
+			t.Fatalf("Run B: %+v, latest %q; want done and A's continuation still the latest", d, f.load(id).Execution)
+		}
+		// The execution B started anyway finds that out at its first step.
+		b := ex.last(t)
+		if b.resume {
+			t.Fatal("Run B started on the resume state machine")
+		}
+		s2 := &script{answers: []any{`{"status":"succeeded"}`}}
+		if d := f.run(s2, b.input); d.Next != recorder.NextDone || len(s2.requests) != 0 {
+			t.Fatalf("B's continuation ran %d steps: %+v", len(s2.requests), d)
+		}
+		if op := f.load(id); op.Execution != resumeRef || op.State != operation.Running || op.Version != v {
+			t.Fatalf("latest %q, %s v%d (was v%d); want A's continuation, running, nothing new recorded", op.Execution, op.State, op.Version, v)
+		}
+	})
+}
+
+// When Step Functions will not start the next execution (throttled past the client's
+// retries), no fact names it and the Run does not fail (which would run its steps again):
+// its execution ends with the next one's input, for the reconciler to start.
+func TestAnUnstartedContinuationIsHandedToTheReconciler(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		ex := &executions{onStart: func(string) error { return errors.New("ThrottlingException: Rate exceeded") }}
+		f.rec.Executions = ex
+		id := f.newOp()
+		before := f.load(id).Execution
+		d := f.run(&script{answers: []any{`{"status":"continue","state":{"n":1},"wait":true}`}}, recorder.Input{OperationID: id})
+		if d.Next != recorder.NextWait || d.ContinuedIn != "" || d.Pending == nil || d.Pending.Continuation != 1 ||
+			d.Pending.Gate.Decision.Request.Step != 2 || string(d.Pending.Gate.Decision.Request.State) != `{"n":1}` {
+			t.Fatalf("%+v; want the next execution's input pending", d)
+		}
+		if op := f.load(id); op.Execution != before || op.Progress == nil || op.Progress.CompletedSteps != 1 {
+			t.Fatalf("named %q, progress %+v; want nothing named and step 1 recorded", op.Execution, op.Progress)
+		}
+	})
 }

@@ -6,6 +6,7 @@ package fakeexecutor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -103,6 +104,20 @@ func (e *Executor) DescribeRef(_ context.Context, ref string) (reconcile.Executi
 		}
 	}
 	return reconcile.Execution{Ref: ref, Status: reconcile.Missing}, nil
+}
+
+// Continue starts the execution that carries on an operation's work, as the reconciler
+// does: on workflow's resume state machine (workflow + "-resume") when resume. One of that
+// name already there is no error.
+func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
+	if resume {
+		workflow += "-resume"
+	}
+	ref, err := e.Start(ctx, workflow, name, input)
+	if errors.Is(err, dispatch.ErrAlreadyStarted) {
+		return ref, nil
+	}
+	return ref, err
 }
 
 // Finish sets what Describe will report for an execution, as if it had ended.
