@@ -11,6 +11,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/aws/lambdainvoke"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
+	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
@@ -21,6 +22,6 @@ func main() {
 	budget, _ := time.ParseDuration(os.Getenv("LONGRUN_RECORDER_RUN_BUDGET"))
 	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log,
 		Metrics: fn.Metrics, Invoker: lambdainvoke.New(fn.AWS), Executions: stepfunctions.Continuations{Executor: fn.Executor()},
-		RunBudget: budget, Tracer: fn.Tracer()}
+		RunBudget: budget, Tracer: fn.Tracer(), RunIDs: ids.New().Request}
 	fn.Start(r.Serve)
 }

@@ -346,7 +346,8 @@ func TestReconcilerDispatchesWhenTheStreamIsOff(t *testing.T) {
 // not stop the recorder's Run in flight (nor, before Run, the step in flight): the Run goes
 // on until it hands back to the workflow, here when the local Run budget (15 s) leaves no
 // room for another 1 s step, and finds no workflow to go on. The reconciler, seeing no fact
-// for its check lease and the execution aborted, says the outcome is unknown.
+// for its check lease, the execution aborted and no step in flight (the Run's lease was
+// over), says the work failed: nothing can have acted unseen.
 func TestExecutionStoppedBehindTheBack(t *testing.T) {
 	c := alice(t)
 	id := c.admit(`{"type":"demo.task","input":{"target":"stopped","steps":20,"sleepMs":1000}}`)
@@ -357,7 +358,7 @@ func TestExecutionStoppedBehindTheBack(t *testing.T) {
 	}
 	r := c.poll(id, 45*time.Second)
 	p, _ := r.json["problem"].(map[string]any)
-	if r.json["state"] != "outcome_unknown" || p["code"] != "execution_ended" {
+	if r.json["state"] != "failed" || p["code"] != "execution_ended" {
 		t.Fatalf("%s", r.body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -141,6 +142,22 @@ type Fact struct {
 	Problem   *Problem        `json:"problem,omitempty"`   // KindFailed, KindOutcomeUnknown
 	Reason    string          `json:"reason,omitempty"`    // operator resolution or cancellation note
 	Progress  *Progress       `json:"progress,omitempty"`  // KindProgress, and a worker's terminal report
+	// Lease says that a step may be in flight from the time of this fact (an executor's
+	// fact; none releases it): internal, never public.
+	Lease *Lease `json:"lease,omitempty"`
+}
+
+// Lease marks a step in flight. Run is the recorder invocation that took it (a Run) and
+// invokes the steps; Execution is the name of the execution that Run runs in; until Until,
+// the Run's own deadline, a step it invoked may still act. The recorder takes a lease,
+// with a fact, before it invokes a step and keeps it while it runs the next ones, and any
+// executor fact without one releases it (the step's end was recorded, or the work was
+// handed on). So nobody records a cancel, a deadline stop or a failure, or carries the work
+// on elsewhere, while a step's effect may still land.
+type Lease struct {
+	Run       string    `json:"run"`
+	Execution string    `json:"execution"`
+	Until     time.Time `json:"until"`
 }
 
 // ErrIllegalTransition means a fact cannot follow the operation's current state.
@@ -263,6 +280,32 @@ type Operation struct {
 	Result          json.RawMessage
 	Problem         *Problem
 	Execution       string // internal executor reference; never public
+	// Lease is the last executor fact's lease (nil: released); Leased says some fact ever
+	// carried one, so that a history from before leases is not read as having nothing in
+	// flight.
+	Lease  *Lease
+	Leased bool
+}
+
+// InFlight is the lease of a step that may be in flight at now: a lease not released, not
+// past its time, and taken in the operation's latest execution (a lease of an execution
+// the work was handed on from is void: that Run has recorded its steps' ends). nil when no
+// step can be in flight.
+func (o Operation) InFlight(now time.Time) *Lease {
+	l := o.Lease
+	if l == nil || !now.Before(l.Until) || l.Execution != o.ExecutionName() {
+		return nil
+	}
+	return l
+}
+
+// ExecutionName is the name of the operation's latest execution: the one its execution
+// reference names, or, before any names one, the first, named after the operation.
+func (o Operation) ExecutionName() string {
+	if o.Execution == "" {
+		return o.ID
+	}
+	return o.Execution[strings.LastIndex(o.Execution, ":")+1:]
 }
 
 // Fold replays facts (in version order) into an Operation.
@@ -316,6 +359,8 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 	}
 	if f.Source == SourceExecutor {
 		o.ObservedAt = f.At
+		o.Lease = f.Lease
+		o.Leased = o.Leased || f.Lease != nil
 	}
 	o.State = next
 	o.Version = f.Version

@@ -239,6 +239,14 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 		res, err := r.record(ctx, op, r.stopped(op))
 		res.action = "stopped"
 		return res, err
+	}
+	if op.InFlight(r.Now()) != nil {
+		// A Run still holds the lease of a step it invoked (its execution ended without it:
+		// the workflow gave up on a retry it made while that Run ran): the step's end is
+		// that Run's to record, and nothing may be decided before the lease runs out.
+		return later(r.Leases.Check)
+	}
+	switch ex.Status {
 	case Succeeded:
 		var in recorder.Input
 		if err := json.Unmarshal(ex.Output, &in); err == nil {
@@ -277,33 +285,49 @@ func (r *Reconciler) carryOn(ctx context.Context, op operation.Operation, workfl
 	return result{action: "continued"}, nil
 }
 
+// inFlight says whether a step may be in flight: a lease that has not run out, or, in a
+// history from before leases, any started work.
+func (r *Reconciler) inFlight(op operation.Operation) bool {
+	if op.Leased {
+		return op.InFlight(r.Now()) != nil
+	}
+	return op.Started
+}
+
 // stopped is the truth about an execution the reconciler just stopped. StopExecution does
-// not stop a Lambda invocation in flight, so a step that had started may still act after
-// the stop: its outcome is unknown, even for a cancel. Work that never started a step did
-// nothing: a cancel is then done, and a deadline stop failed it.
+// not stop a Lambda invocation in flight, so a step in flight (leased) may still act after
+// the stop: its outcome is unknown, even for a cancel. With none in flight nothing can act:
+// a cancel is then done, and a deadline stop failed the work.
 func (r *Reconciler) stopped(op operation.Operation) operation.Fact {
-	started := op.Started
+	started := r.inFlight(op)
 	switch {
 	case op.State == operation.Cancelling && !started:
 		return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceReconciler}
 	case op.State == operation.Cancelling:
 		return r.unknown(op, "cancel_unconfirmed", "The workflow did not stop by itself after the cancel and was stopped while a step may have been in flight; whether that step acted is unknown.")
 	case !started:
+		detail := fmt.Sprintf("No step had started by the deadline (%s); the execution was stopped and nothing ran.", operation.FormatTime(op.DeadlineAt(r.Leases)))
+		if op.Started {
+			detail = fmt.Sprintf("The work did not finish by its deadline (%s); the execution was stopped with no step in flight.", operation.FormatTime(op.DeadlineAt(r.Leases)))
+		}
 		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceReconciler,
-			Problem: operation.NewProblem("deadline_exceeded", "Deadline exceeded",
-				fmt.Sprintf("No step had started by the deadline (%s); the execution was stopped and nothing ran.", operation.FormatTime(op.DeadlineAt(r.Leases))))}
+			Problem: operation.NewProblem("deadline_exceeded", "Deadline exceeded", detail)}
 	default:
 		return r.unknown(op, "deadline_exceeded", fmt.Sprintf("The operation ran past its deadline (%s) and was stopped; its outcome is unknown.", operation.FormatTime(op.DeadlineAt(r.Leases))))
 	}
 }
 
 // ended is the truth about an execution that is over (or never existed) without an outcome
-// fact: work that never started failed without effect (or, when cancellation was asked for,
-// was canceled); work that had started may have acted, so its outcome is unknown, cancel or
-// not (on AWS an execution fails this way when its Record state runs out of retries).
+// fact: work with no step in flight failed without effect (or, when cancellation was asked
+// for, was canceled); work whose step may have been in flight may have acted, so its
+// outcome is unknown, cancel or not.
 func (r *Reconciler) ended(op operation.Operation, status Status) operation.Fact {
-	started := op.Started
+	started := r.inFlight(op)
 	switch {
+	case op.State == operation.Running && !started:
+		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceReconciler,
+			Problem: operation.NewProblem("execution_ended", "Execution ended",
+				fmt.Sprintf("The execution ended (%s) with no step in flight before the work finished.", status))}
 	case op.State == operation.Cancelling && !started:
 		return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceReconciler}
 	case op.State == operation.Cancelling:

@@ -563,3 +563,92 @@ func TestAPendingContinuationIsStarted(t *testing.T) {
 		t.Fatalf("handed %+v", in.Gate.Decision.Request)
 	}
 }
+
+// leased appends a progress fact from the Run run of id's first execution, holding the
+// lease of a step until until (the zero time: releasing it).
+func (f *fixture) leased(id, run string, until time.Time) {
+	f.t.Helper()
+	fact := operation.Fact{Kind: operation.KindProgress, At: f.clock.Now(), Source: operation.SourceExecutor}
+	if !until.IsZero() {
+		fact.Lease = &operation.Lease{Run: run, Execution: id, Until: until}
+	}
+	if _, err := f.store.Append(context.Background(), f.load(id), fact); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// While a Run holds the lease of a step it invoked, the reconciler decides nothing about
+// an execution that ended without recording the step's end: the workflow gave up on a
+// retry it made while that Run ran, and the Run will record the end. Once the lease runs
+// out with nobody to record it, the work is carried on.
+func TestNothingIsDecidedWhileAStepIsLeased(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	f.leased(id, "run-1", f.clock.Now().Add(3*time.Minute))
+	f.exec.Finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","recordError":{"Error":"States.TaskFailed","Cause":"recorder: another Run has a step in flight"}}`))
+	v := f.load(id).Version
+	f.clock.Advance(leases.Check + time.Second)
+	if sum := f.run(); sum.Recorded != 0 || sum.Continued != 0 || f.load(id).Version != v {
+		t.Fatalf("%+v, v%d → v%d; want nothing decided while the lease holds", sum, v, f.load(id).Version)
+	}
+	f.clock.Advance(3 * time.Minute)
+	if sum := f.run(); sum.Continued != 1 || f.load(id).State != operation.Running {
+		t.Fatalf("%+v %s; want the work carried on once the lease ran out", sum, f.load(id).State)
+	}
+}
+
+// A cancel, or the deadline, that the workflow did not act on is settled honestly when no
+// step is in flight (the lease was released): canceled, or failed, never outcome_unknown,
+// although work had started. While a step is leased it stays outcome_unknown.
+func TestAStopWithNoStepInFlightIsKnown(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		leased bool
+		cancel bool
+		want   operation.State
+		code   string
+	}{
+		{"cancel, nothing in flight", false, true, operation.Canceled, ""},
+		{"cancel, a step in flight", true, true, operation.OutcomeUnknown, "cancel_unconfirmed"},
+		{"deadline, nothing in flight", false, false, operation.Failed, "deadline_exceeded"},
+		{"deadline, a step in flight", true, false, operation.OutcomeUnknown, "deadline_exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.started(true)
+			f.leased(id, "run-1", f.clock.Now().Add(24*time.Hour)) // the Run took a lease...
+			if !tc.leased {
+				f.leased(id, "run-1", time.Time{}) // ...and released it
+			}
+			if tc.cancel {
+				f.cancel(id)
+				f.clock.Advance(leases.Cancel + time.Second)
+			} else {
+				f.pastDeadline(id)
+			}
+			f.run()
+			op := f.load(id)
+			if op.State != tc.want || (tc.code != "" && (op.Problem == nil || op.Problem.Code != tc.code)) {
+				t.Fatalf("%s %+v; want %s %s", op.State, op.Problem, tc.want, tc.code)
+			}
+			if ex := f.exec.Executions()[id]; !ex.Stopped {
+				t.Fatal("the execution was not stopped")
+			}
+		})
+	}
+}
+
+// An execution that ended without an outcome while no step was in flight failed the work
+// plainly: nothing can have acted unseen, so its outcome is not unknown.
+func TestAnEndWithNoStepInFlightIsNotUnknown(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	f.leased(id, "run-1", f.clock.Now().Add(time.Minute))
+	f.leased(id, "run-1", time.Time{})
+	f.exec.Finish(id, reconcile.Aborted, nil)
+	f.clock.Advance(leases.Check + time.Second)
+	f.run()
+	if op := f.load(id); op.State != operation.Failed || op.Problem == nil || op.Problem.Code != "execution_ended" {
+		t.Fatalf("%s %+v; want failed execution_ended", op.State, op.Problem)
+	}
+}

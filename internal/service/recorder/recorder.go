@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
@@ -156,6 +157,15 @@ type Recorder struct {
 	// invocation has room). The local stack sets it under its emulator's 30 s limit on a
 	// Lambda task.
 	RunBudget time.Duration
+	// RunIDs names each Run, for the lease on the steps it invokes; nil draws random ids.
+	RunIDs func() string
+}
+
+func (r *Recorder) runID() string {
+	if r.RunIDs != nil {
+		return r.RunIDs()
+	}
+	return ids.New().Request()
 }
 
 func (r *Recorder) metric(name, unit string, value float64, dims ...string) {
@@ -372,10 +382,59 @@ type pace struct {
 	// self is the execution the Run runs in when it is a continuation (k > 0): it must be
 	// the operation's latest, and names itself when its predecessor could not (docs below).
 	self *continuation
+	// run names the Run (one invocation of the recorder), which leases the steps it
+	// invokes; "" (Handle, the workflow before Run) takes no lease.
+	run string
 }
 
-// continuation is an execution after the operation's first: the k-th, on the type's resume
-// state machine or its own.
+// ErrStepInFlight is a Run's answer when another Run of its execution holds the lease of a
+// step in flight: the workflow tries it again later, and the reconciler carries the work
+// on if the lease runs out with nobody to go on.
+var ErrStepInFlight = errors.New("recorder: another Run has a step in flight")
+
+// leased is out, the facts a Run's gate records, with the Run's lease on each while the
+// Run still has the work: when the decision sends a step to the worker, and, for the time
+// it takes to hand the work on, when it waits or goes on in the next execution (the
+// hand-back's own fact releases it, so a retried Run cannot slip in between and run the
+// step again). A stop releases it. When a step is sent and none of out would carry the
+// lease, and the Run does not hold one that covers the step already, one progress fact
+// takes it. The lease lasts as long as the Run's invocation may, and at least the step's
+// timeout and the time to record its end.
+func (r *Recorder) leased(ctx context.Context, op operation.Operation, out []operation.Fact, p pace, d Decision, now time.Time) []operation.Fact {
+	name := op.ID
+	if p.self != nil && p.self.k > 0 {
+		name = fmt.Sprintf("%s-%d", op.ID, p.self.k)
+	}
+	var lease *operation.Lease
+	switch d.Next {
+	case NextWork:
+		need := now.Add(time.Duration(d.StepTimeoutSeconds)*time.Second + recordReserve)
+		until := need
+		if dl, ok := ctx.Deadline(); ok && now.Add(time.Until(dl)).After(until) {
+			until = now.Add(time.Until(dl)) // the runtime's deadline, on this clock
+		}
+		lease = &operation.Lease{Run: p.run, Execution: name, Until: until}
+		if len(out) == 0 {
+			if held := op.InFlight(now); held != nil && held.Run == p.run && !held.Until.Before(need) {
+				return nil // a quiet step: the Run's lease covers it
+			}
+			out = append(out, operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now,
+				Progress: op.Progress})
+		}
+	case NextWait, NextContinue:
+		lease = &operation.Lease{Run: p.run, Execution: name, Until: now.Add(recordReserve)}
+	}
+	for i := range out {
+		if out[i].Kind == operation.KindProgress || out[i].Kind == operation.KindStarted {
+			out[i].Lease = lease // a stop's fact ends the work: it carries none
+		}
+	}
+	return out
+}
+
+// continuation is one of the operation's executions: the first (k = 0, the dispatcher's,
+// named after the operation) or the k-th after it, on the type's resume state machine or
+// its own.
 type continuation struct {
 	k      int
 	resume bool
@@ -413,11 +472,15 @@ func (r *Recorder) claim(op operation.Operation, c *continuation) (*operation.Fa
 	if !ok {
 		return nil, false
 	}
-	own, err := r.Executions.Ref(typ.Worker, c.resume, fmt.Sprintf("%s-%d", op.ID, c.k))
-	if err != nil || op.Execution == own {
+	name := op.ID // the first execution, named after the operation, never needs naming
+	if c.k > 0 {
+		name = fmt.Sprintf("%s-%d", op.ID, c.k)
+	}
+	own, err := r.Executions.Ref(typ.Worker, c.resume, name)
+	if err != nil || op.Execution == own || op.Execution == "" && c.k == 0 {
 		return nil, false
 	}
-	if continuationOf(op.ID, op.Execution) >= c.k {
+	if c.k == 0 || continuationOf(op.ID, op.Execution) >= c.k {
 		return nil, true
 	}
 	return &operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, Progress: op.Progress, Execution: own}, false
@@ -459,8 +522,9 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 	var decision Decision
 	var recorded *operation.Fact
 	var recordedAt time.Time
+	blocked := false
 	op, err := facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
-		decision, recorded = Decision{Next: NextDone}, nil
+		decision, recorded, blocked = Decision{Next: NextDone}, nil, false
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		now := r.Now()
 		recordedAt = now
@@ -491,6 +555,14 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		if superseded {
 			r.Log.WarnContext(ctx, "superseded", "operation_id", op.ID, "latest", op.Execution)
 			return nil, nil // another execution carries the work on: do nothing here
+		}
+		if l := op.InFlight(now); p.run != "" && l != nil && l.Run != p.run {
+			// Another Run has a step in flight (the workflow retried this one while that
+			// one still runs, or this continuation was started while a retried Run of its
+			// predecessor ran a step): deciding anything now, or naming this execution the
+			// latest, could let a stop be recorded while that step's effect may still land.
+			blocked = true
+			return nil, nil
 		}
 		if claim != nil {
 			add(*claim)
@@ -529,10 +601,16 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			progressed = true
 		}
 		decision = d
+		if p.run != "" {
+			out = r.leased(ctx, op, out, p, d, now)
+		}
 		return out, nil
 	})
 	if err != nil {
 		return handled{}, err
+	}
+	if blocked {
+		return handled{}, ErrStepInFlight
 	}
 	if recorded != nil {
 		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", recorded.Kind, "state", op.State,

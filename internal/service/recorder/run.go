@@ -97,14 +97,18 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 	start := r.Now()
 	lastProgress := start
 	in := call.State
-	self := in.self()
+	self, run := in.self(), r.runID()
 	for ran := 0; ; ran++ {
-		p := pace{quiet: r.Now().Sub(lastProgress) < ProgressEvery, self: self}
+		p := pace{quiet: r.Now().Sub(lastProgress) < ProgressEvery, self: self, run: run}
 		if ran > 0 {
 			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, start, stepTimeout) }
 		}
 		h, err := r.handleRetrying(ctx, in, p)
 		d, progressed := h.Decision, h.progressed
+		if errors.Is(err, ErrStepInFlight) {
+			r.Log.WarnContext(ctx, "step in flight elsewhere", "operation_id", in.OperationID)
+			return Decision{}, err
+		}
 		if err != nil {
 			if req := in.ran(); req != nil {
 				// The step's end is only in this invocation: hand it to the workflow, which
@@ -119,7 +123,7 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 		}
 		switch d.Next {
 		case NextWait, NextContinue:
-			return r.handBack(ctx, in, h)
+			return r.handBack(ctx, in, h, run)
 		case NextWork:
 		default:
 			return d.slim(), nil
@@ -170,11 +174,11 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// self is the continuation in runs in (nil in the operation's first execution): the k-th,
-// on the resume state machine when it was handed a wait (the only way onto it).
+// self is the execution in runs in: the first (k = 0), or the k-th after it, on the resume
+// state machine when it was handed a wait (the only way onto it).
 func (in Input) self() *continuation {
 	if in.Continuation == 0 {
-		return nil
+		return &continuation{}
 	}
 	last := in.last()
 	return &continuation{k: in.Continuation, resume: last != nil && last.Next == NextWait && in.ran() == nil}
@@ -196,7 +200,7 @@ func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (handle
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		h, err := r.handle(ctx, in, p)
-		if err == nil || attempt == 4 || in.ran() == nil {
+		if err == nil || attempt == 4 || in.ran() == nil || errors.Is(err, ErrStepInFlight) {
 			return h, err
 		}
 		select {
@@ -217,7 +221,7 @@ func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (handle
 // start is handed to the reconciler in this execution's output (Pending). An execution
 // stopped behind the recorder's back goes no further: the reconciler finds it stopped and
 // says so.
-func (r *Recorder) handBack(ctx context.Context, in Input, h handled) (Decision, error) {
+func (r *Recorder) handBack(ctx context.Context, in Input, h handled, run string) (Decision, error) {
 	d, op := h.Decision, h.op
 	typ, ok := r.Registry.Lookup(op.Type)
 	if !ok || r.Executions == nil {
@@ -266,14 +270,24 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled) (Decision,
 		return d, nil
 	}
 	superseded := false
-	if op.Execution != ref {
+	if op.Execution != ref || op.InFlight(r.Now()) != nil {
 		_, err := facts.Update(ctx, r.Store, op.ID, func(cur operation.Operation) ([]operation.Fact, error) {
+			now := r.Now()
 			superseded = cur.State.Terminal() || cur.State == operation.OutcomeUnknown ||
 				cur.Execution != ref && continuationOf(op.ID, cur.Execution) >= k
-			if superseded || cur.Execution == ref {
+			held := cur.InFlight(now)
+			switch {
+			case superseded:
+				return nil, nil
+			case held != nil && held.Run != run:
+				// Another Run has a step in flight: naming the next execution now would void
+				// its lease. That execution names itself once the step's end is recorded.
+				return nil, nil
+			case cur.Execution == ref && held == nil:
 				return nil, nil
 			}
-			return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(),
+			// Named, and this Run's lease released: it runs no more steps.
+			return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now,
 				Progress: cur.Progress, Execution: ref}}, nil
 		})
 		if err != nil {

@@ -412,10 +412,22 @@ func TestRacingHandBacksRecordOnce(t *testing.T) {
 			wg.Wait()
 			ref, _ := ex.Ref("test-poll", true, id+"-1")
 			op := f.load(id)
-			// accepted, started, step 1's progress, the next execution: whoever won each.
-			if errs[0] != nil || errs[1] != nil || decisions[0].ContinuedIn != id+"-1" || decisions[1].ContinuedIn != id+"-1" ||
-				op.Execution != ref || op.Version != 4 {
-				t.Fatalf("trial %d: %v %v, %+v %+v, execution %s, %d facts", trial, errs[0], errs[1], decisions[0], decisions[1], op.Execution, op.Version)
+			// One runs the step and hands on; the other found the step in flight (the
+			// workflow tries it again) or, coming after, the work handed on (it does
+			// nothing). accepted, started (with the lease), step 1's progress, the next
+			// execution.
+			handed, other := 0, 0
+			for i := range 2 {
+				switch {
+				case errs[i] == nil && decisions[i].ContinuedIn == id+"-1":
+					handed++
+				case errors.Is(errs[i], recorder.ErrStepInFlight), errs[i] == nil && decisions[i].Next == recorder.NextDone:
+					other++
+				}
+			}
+			if handed != 1 || other != 1 || len(s.requests) != 1 || op.Execution != ref || op.Version != 4 {
+				t.Fatalf("trial %d: %v %v, %+v %+v, %d steps run, execution %s, %d facts", trial, errs[0], errs[1],
+					decisions[0], decisions[1], len(s.requests), op.Execution, op.Version)
 			}
 		}
 	})
@@ -597,9 +609,10 @@ func TestAContinuationNamesItself(t *testing.T) {
 }
 
 // Two Runs of one execution that race to hand on, one to wait and one to go on at once,
-// start executions of the same name on different state machines: only the one named first
-// goes on. The other's Run finds a continuation of its count already named, and does
-// nothing: two continuations never run the same operation.
+// can start executions of the same name on different state machines: only the one named
+// first goes on. A retried Run of an execution whose work was handed on does nothing, and
+// the other continuation finds one of its count already named and does nothing either:
+// two continuations never run the same operation.
 func TestTwoHandBacksOnDifferentMachinesContinueOnce(t *testing.T) {
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ex := &executions{}
@@ -612,22 +625,16 @@ func TestTwoHandBacksOnDifferentMachinesContinueOnce(t *testing.T) {
 			t.Fatal("Run A's continuation is not named")
 		}
 		v := f.load(id).Version
-		// Run B, of the same execution, ran step 1 again and its worker asked to go on at
-		// once: it hands on to <id>-1 on the type's own state machine (a Run with no room).
-		f.rec.RunBudget = time.Nanosecond
-		s := &script{takes: time.Second, answers: []any{`{"status":"continue"}`}}
-		d := f.run(s, recorder.Input{OperationID: id})
-		f.rec.RunBudget = 0
-		if d.Next != recorder.NextDone || f.load(id).Execution != resumeRef {
-			t.Fatalf("Run B: %+v, latest %q; want done and A's continuation still the latest", d, f.load(id).Execution)
+		// Run B, the workflow's retry of A, comes after: it runs nothing and starts nothing.
+		s := &script{answers: []any{`{"status":"continue"}`}}
+		if d := f.run(s, recorder.Input{OperationID: id}); d.Next != recorder.NextDone || len(s.requests) != 0 || len(ex.started) != 1 {
+			t.Fatalf("Run B: %+v after %d steps, %d started", d, len(s.requests), len(ex.started))
 		}
-		// The execution B started anyway finds that out at its first step.
-		b := ex.last(t)
-		if b.resume {
-			t.Fatal("Run B started on the resume state machine")
-		}
-		s2 := &script{answers: []any{`{"status":"succeeded"}`}}
-		if d := f.run(s2, b.input); d.Next != recorder.NextDone || len(s2.requests) != 0 {
+		// Had B run step 1 again before A named its continuation, B would have handed on
+		// to <id>-1 on the type's own state machine: that execution does nothing.
+		cont := recorder.Decision{Next: recorder.NextContinue, StepTimeoutSeconds: 30, Request: &step.Request{OperationID: id, Step: 2}}
+		s2 := &script{answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
+		if d := f.run(s2, recorder.Input{OperationID: id, Continuation: 1, Gate: &recorder.Gate{Decision: &cont}}); d.Next != recorder.NextDone || len(s2.requests) != 0 {
 			t.Fatalf("B's continuation ran %d steps: %+v", len(s2.requests), d)
 		}
 		if op := f.load(id); op.Execution != resumeRef || op.State != operation.Running || op.Version != v {
@@ -652,6 +659,76 @@ func TestAnUnstartedContinuationIsHandedToTheReconciler(t *testing.T) {
 		}
 		if op := f.load(id); op.Execution != before || op.Progress == nil || op.Progress.CompletedSteps != 1 {
 			t.Fatalf("named %q, progress %+v; want nothing named and step 1 recorded", op.Execution, op.Progress)
+		}
+	})
+}
+
+// A step in flight is leased: while one Run's step may still act, another Run of the same
+// execution (the workflow retried it while the first still runs) records nothing, neither
+// a cancel nor the deadline, and runs nothing; it is told to come back later. The Run that
+// holds the lease records the stop once its step's end is recorded. A lease that runs out
+// (its Run died) lets the next Run take over.
+func TestNoStopIsRecordedWhileAStepIsInFlight(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		for _, stop := range []string{"cancel", "deadline"} {
+			id := f.newOp()
+			var second error
+			var during recorder.Decision
+			s := &script{answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
+			s.during = func(n int) {
+				if n != 1 {
+					return
+				}
+				if stop == "cancel" {
+					dynamotest.Cancel(t, f.store, id)
+				} else {
+					f.clock.Add(20 * time.Second) // past the deadline, within the step's lease
+				}
+				other := &script{clock: f.clock, answers: []any{`{"status":"succeeded"}`}}
+				r2 := *f.rec
+				r2.Invoker = other
+				during, second = r2.Run(context.Background(), recorder.Call{State: recorder.Input{OperationID: id}, Worker: "w"})
+				if len(other.requests) != 0 {
+					t.Errorf("%s: the second Run ran a step while the first's was in flight", stop)
+				}
+			}
+			if stop == "deadline" {
+				f.clock.Add(9*time.Minute + 50*time.Second) // the deadline is 10 minutes after admission
+			}
+			f.run(s, recorder.Input{OperationID: id})
+			if !errors.Is(second, recorder.ErrStepInFlight) {
+				t.Fatalf("%s: the second Run answered %+v, %v; want ErrStepInFlight", stop, during, second)
+			}
+			op := f.load(id)
+			want := operation.Canceled
+			if stop == "deadline" {
+				want = operation.Failed
+			}
+			if op.State != want || op.Progress == nil || op.Progress.CompletedSteps != 1 || len(s.requests) != 1 {
+				t.Fatalf("%s: %s %+v after %d steps; want %s after step 1, recorded by the Run that ran it", stop, op.State, op.Progress, len(s.requests), want)
+			}
+		}
+
+		// The lease runs out: its Run died while the step ran.
+		id := f.newOp()
+		dead := &script{answers: []any{`{"status":"continue"}`}}
+		dead.during = func(int) { panic("the Run died") }
+		func() {
+			defer func() { _ = recover() }()
+			f.run(dead, recorder.Input{OperationID: id})
+		}()
+		next := &script{answers: []any{`{"status":"succeeded"}`}}
+		r2 := *f.rec
+		r2.Invoker, next.clock = next, f.clock
+		if _, err := r2.Run(context.Background(), recorder.Call{State: recorder.Input{OperationID: id}, Worker: "w"}); !errors.Is(err, recorder.ErrStepInFlight) {
+			t.Fatalf("before the lease ran out: %v", err)
+		}
+		f.clock.Add(51 * time.Second) // the step's 30 s and the 20 s to record it
+		if d, err := r2.Run(context.Background(), recorder.Call{State: recorder.Input{OperationID: id}, Worker: "w"}); err != nil || d.Next != recorder.NextDone {
+			t.Fatalf("after: %+v %v", d, err)
+		}
+		if op := f.load(id); op.State != operation.Succeeded || len(next.requests) != 1 {
+			t.Fatalf("%s after %d steps", op.State, len(next.requests))
 		}
 	})
 }
