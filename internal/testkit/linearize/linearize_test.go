@@ -43,7 +43,7 @@ func valid() []linearize.Entry {
 		at(10, 15, get("op_B"), read(dispatched, 2)),
 		at(16, 20, cancel("op_B", 1), refused(412, problem.VersionMismatch)),
 		at(21, 30, cancel("op_B", 2), is(202, cancelling, 3)),
-		at(25, 35, get("op_B"), read(cancelling, 3)), // overlaps the cancel: after it
+		at(25, 35, get("op_B"), read(cancelling, 3)),          // overlaps the cancel: after it
 		at(36, 40, cancel("op_B", 0), is(202, cancelling, 3)), // again: no new fact
 		at(50, 60, get("op_B"), read(canceled, 4)),
 		at(61, 65, cancel("op_B", 0), is(200, canceled, 4)),
@@ -148,6 +148,9 @@ func TestDoctoredHistoriesAreNotLinearizable(t *testing.T) {
 		{name: "a 412 although If-Match was current", base: op(read(succeeded, 4)),
 			fine: later(op(read(succeeded, 4)), cancel("op_1", 3), refused(412, problem.VersionMismatch)),
 			bad:  later(op(read(succeeded, 4)), cancel("op_1", 4), refused(412, problem.VersionMismatch))},
+		{name: "a 412 and then the version If-Match named", base: with(op(read(running, 3)), at(21, 30, cancel("op_1", 3), refused(412, problem.VersionMismatch))),
+			fine: at(31, 40, get("op_1"), read(running, 4)),
+			bad:  at(31, 40, get("op_1"), read(running, 3))},
 		{name: "already_terminal then running", base: with(op(read(running, 3)), at(21, 30, cancel("op_1", 0), refused(409, problem.AlreadyTerminal))),
 			fine: at(31, 40, get("op_1"), read(succeeded, 4)),
 			bad:  at(31, 40, get("op_1"), read(running, 4))},
