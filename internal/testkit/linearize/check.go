@@ -53,10 +53,12 @@ type Result struct {
 	Linearizable bool
 	// TimedOut says the timeout ended the check before it decided. Violations are then
 	// empty: porcupine cannot tell a partition that failed from one it had not finished.
-	TimedOut   bool
-	Calls      int
-	Partitions int
-	Violations []Violation
+	TimedOut bool
+	// Calls is how many calls the history has; Checked how many were left for porcupine
+	// once those whose answers others imply were dropped (see reduce).
+	Calls, Checked int
+	Partitions     int
+	Violations     []Violation
 
 	model   porcupine.Model
 	failing []porcupine.Operation
@@ -68,18 +70,23 @@ type Result struct {
 // within timeout (0: none). The error is for a history it cannot read, never for a
 // violation.
 func Check(history []Entry, timeout time.Duration) (Result, error) {
+	return check(history, timeout, true)
+}
+
+// check is Check, with the reduction to switch off for the test that holds it exact.
+func check(history []Entry, timeout time.Duration, reduced bool) (Result, error) {
 	lc, err := newLifecycle()
 	if err != nil {
 		return Result{}, err
 	}
-	ops, parts, err := annotate(history)
+	ops, parts, err := annotate(history, reduced)
 	if err != nil {
 		return Result{}, err
 	}
 	m := newModel(lc)
 	verdict, info := porcupine.CheckOperationsVerbose(m, ops, timeout)
 	res := Result{Linearizable: verdict == porcupine.Ok, TimedOut: verdict == porcupine.Unknown,
-		Calls: len(ops), Partitions: len(parts), model: m, all: ops, timeout: timeout}
+		Calls: len(history), Checked: len(ops), Partitions: len(parts), model: m, all: ops, timeout: timeout}
 	if verdict != porcupine.Illegal {
 		return res, nil
 	}
@@ -210,7 +217,7 @@ func partitionOf(ops []porcupine.Operation) [][]porcupine.Operation {
 // porcupine operations: inputs resolved to indices in their partition, unknown answers
 // returning at infinity, and each call on a lane of its own while it overlaps another (the
 // visualization's rows).
-func annotate(history []Entry) ([]porcupine.Operation, []*partition, error) {
+func annotate(history []Entry, reduced bool) ([]porcupine.Operation, []*partition, error) {
 	uf := unionFind{}
 	node := func(e Entry) string {
 		if e.Input.Kind == Create {
@@ -230,6 +237,11 @@ func annotate(history []Entry) ([]porcupine.Operation, []*partition, error) {
 		if err := validate(e); err != nil {
 			return nil, nil, fmt.Errorf("%w: entry %d (%s): %w", ErrHistory, i, e, err)
 		}
+	}
+	if reduced {
+		history = reduce(history, names)
+	}
+	for _, e := range history {
 		uf.add(node(e))
 		if id := names(e); id != "" {
 			uf.union(node(e), "op\x00"+id)
@@ -306,6 +318,95 @@ func annotate(history []Entry) ([]porcupine.Operation, []*partition, error) {
 	}
 	assignLanes(ops)
 	return ops, order, nil
+}
+
+// reduce drops the calls whose answers are implied by others', which keeps porcupine's
+// search small however densely clients poll (without it, a dozen overlapping reads of one
+// operation make the search exponential):
+//
+//   - calls that change nothing and assert nothing: reads without an answer, and requests
+//     refused outright (401, 429, a create's 400 or target_busy, a cancel whose If-Match was
+//     not one of ours), and a create without an answer whose key no answer names;
+//   - of the reads that saw the same answer (an operation's state and version, or its
+//     absence), all but the one that returned first and the one that was called last; and
+//     likewise of the replays and 409s that name the same operation for a key.
+//
+// The second is exact for the contract: the operation's version only rises, so it holds
+// that answer throughout the time between the two kept reads' instants; every dropped read
+// was called no later than the last call and returned no earlier than the first return,
+// so its interval meets that time, and it can take effect there. A key's binding never
+// changes either, so the same holds for it.
+func reduce(history []Entry, names func(Entry) string) []Entry {
+	keyNamed := map[string]bool{}
+	for _, e := range history {
+		if names(e) != "" {
+			keyNamed[e.Input.Key] = true
+		}
+	}
+	type span struct{ first, last int } // the earliest return, the latest call
+	spans := map[string]*span{}
+	class := make([]string, len(history))
+	keep := make([]bool, len(history))
+	for i, e := range history {
+		out := e.Output
+		switch e.Input.Kind {
+		case Get:
+			switch {
+			case out.Unknown() || out.Status != 200 && out.Status != 404:
+				continue
+			case out.Status == 404:
+				class[i] = "absent"
+			case wellFormed(e.Input, out):
+				class[i] = fmt.Sprintf("%s v%d", out.State, out.Version)
+			}
+			class[i] = "op\x00" + e.Input.OperationID + "\x00" + class[i]
+		case Create:
+			switch {
+			case out.Unknown() && !keyNamed[e.Input.Key]:
+				continue
+			case out.Unknown(), out.Status == 202 && !out.Replayed:
+			case names(e) != "":
+				class[i] = "key\x00" + e.Input.Key + "\x00" + names(e)
+			default:
+				continue
+			}
+		case Cancel:
+			switch out.Status {
+			case 404, 409, 200, 202:
+			case 412:
+				if e.Input.IfMatch == 0 {
+					continue
+				}
+			default:
+				if !out.Unknown() {
+					continue
+				}
+			}
+		}
+		keep[i] = true
+		if class[i] == "" || strings.HasSuffix(class[i], "\x00") {
+			class[i] = "" // a malformed answer stays, to be refused
+			continue
+		}
+		sp, ok := spans[class[i]]
+		if !ok {
+			spans[class[i]] = &span{first: i, last: i}
+			continue
+		}
+		if e.Return < history[sp.first].Return {
+			sp.first = i
+		}
+		if e.Call > history[sp.last].Call {
+			sp.last = i
+		}
+	}
+	var out []Entry
+	for i, e := range history {
+		if sp := spans[class[i]]; keep[i] && (class[i] == "" || i == sp.first || i == sp.last) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func validate(e Entry) error {

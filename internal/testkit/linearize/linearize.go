@@ -59,6 +59,15 @@
 // the key's other answers name; a cancel without an answer may or may not have appended
 // its facts. Reads without an answer constrain nothing.
 //
+// # Cost
+//
+// Porcupine checks each partition (a key and its operation) on its own, and its search
+// grows exponentially with the calls that overlap within one. Check therefore first drops
+// the calls whose answers others imply: calls that changed nothing and assert nothing, and
+// of the reads that saw one answer all but the one that returned first and the one called
+// last (exact for this model: see reduce). A partition is then a handful of calls however
+// densely its operation was polled; BenchmarkCheck has the figures.
+//
 // # What it cannot catch
 //
 //   - Anything beyond operationId, state, version and terminal: progress, result, problem,

@@ -213,11 +213,16 @@ func (k *checker) create(m *model, c *call, out Output) (bool, any) {
 	return true, m // refused (400, 409 target_busy, 429, …): nothing was written
 }
 
-// represented checks an answer's representation on its own and returns its state's index.
+// wellFormed checks an answer's representation on its own.
+func wellFormed(in Input, out Output) bool {
+	return out.State.Valid() && out.Version >= 1 && out.Terminal == out.State.Terminal() &&
+		(out.OperationID == "" || out.OperationID == in.OperationID)
+}
+
+// represented checks an answer's representation and returns its state's index.
 func (k *checker) represented(c *call, out Output) (uint8, bool) {
 	t, ok := k.lc.index[out.State]
-	ok = ok && t != none && out.Version >= 1 && out.Terminal == out.State.Terminal()
-	return t, ok && (out.OperationID == "" || out.OperationID == c.in.OperationID)
+	return t, ok && wellFormed(c.in, out)
 }
 
 // get is rules 2 and 3: a read shows a state the background can reach from everything
