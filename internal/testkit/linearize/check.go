@@ -1,6 +1,7 @@
 package linearize
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +23,7 @@ var ErrHistory = errors.New("history cannot be checked")
 // partition is a connected group of keys and operations: a key joins the operations its
 // answers name. Requests in different partitions share no state, so porcupine checks each
 // on its own, which keeps the search small however long the history is. Normally a
-// partition is one key and its operation; more than that is already a violation.
+// partition is at most one key and one operation; more than that is already a violation.
 type partition struct {
 	keys   []string
 	ops    []string
@@ -33,10 +34,10 @@ type partition struct {
 type Violation struct {
 	Keys       []string
 	Operations []string
-	Calls      int // in the partition
-	// Linearized is the longest prefix of an order porcupine found; Stuck lists, earliest
-	// call first, the calls that no such prefix could take next: the violation is among
-	// them and the calls they had to follow.
+	Calls      int // the partition's calls that were checked
+	// Linearized is the length of the longest prefix of an order porcupine found. Stuck
+	// describes, earliest call first, up to three calls that no such prefix holds: the
+	// violation is among them and the calls they had to follow.
 	Linearized int
 	Stuck      []string
 }
@@ -112,8 +113,6 @@ func check(history []Entry, timeout time.Duration, reduced bool) (Result, error)
 func violation(calls []porcupine.Operation, partials [][]int, longest int) Violation {
 	part := calls[0].Input.(*call).part
 	v := Violation{Keys: part.keys, Operations: part.ops, Calls: len(calls), Linearized: longest}
-	// A call is stuck when it is the next call of none of the longest prefixes although
-	// every call that had to come before it is in one.
 	placed := make([]bool, len(calls))
 	for _, l := range partials {
 		if len(l) == longest {
@@ -128,7 +127,7 @@ func violation(calls []porcupine.Operation, partials [][]int, longest int) Viola
 			stuck = append(stuck, i)
 		}
 	}
-	slices.SortFunc(stuck, func(a, b int) int { return compare(calls[a].Call, calls[b].Call) })
+	slices.SortFunc(stuck, func(a, b int) int { return cmp.Compare(calls[a].Call, calls[b].Call) })
 	origin := calls[0].Call
 	for _, c := range calls {
 		origin = min(origin, c.Call)
@@ -139,16 +138,6 @@ func violation(calls []porcupine.Operation, partials [][]int, longest int) Viola
 			time.Duration(c.Call-origin)))
 	}
 	return v
-}
-
-func compare(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Visualize writes porcupine's HTML view of the partitions that failed, or of the whole
@@ -213,8 +202,8 @@ func partitionOf(ops []porcupine.Operation) [][]porcupine.Operation {
 	return out
 }
 
-// annotate checks each entry, joins keys and operations into partitions, and makes the
-// porcupine operations: inputs resolved to indices in their partition, unknown answers
+// annotate checks each entry, drops those others imply (when reduced), joins keys and
+// operations into partitions, and makes the porcupine operations: inputs resolved to indices in their partition, unknown answers
 // returning at infinity, and each call on a lane of its own while it overlaps another (the
 // visualization's rows).
 func annotate(history []Entry, reduced bool) ([]porcupine.Operation, []*partition, error) {
@@ -298,7 +287,7 @@ func annotate(history []Entry, reduced bool) ([]porcupine.Operation, []*partitio
 	}
 	ops := make([]porcupine.Operation, len(history))
 	for i, e := range history {
-		c := &call{entry: i, in: e.Input, part: partOf(node(e)), key: -1, op: -1}
+		c := &call{in: e.Input, part: partOf(node(e)), key: -1, op: -1}
 		switch {
 		case e.Input.Kind != Create:
 			c.op = opIndex[e.Input.OperationID]
@@ -441,7 +430,7 @@ func assignLanes(ops []porcupine.Operation) {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return compare(ops[a].Call, ops[b].Call) })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ops[a].Call, ops[b].Call) })
 	busy := map[*partition][]int64{} // per lane, when its last call returned
 	for _, i := range order {
 		p := ops[i].Input.(*call).part

@@ -101,10 +101,6 @@ func versionIsNot(cs []cand, v int32) []cand {
 	return out
 }
 
-func without(cs []cand, s uint8) []cand {
-	return slices.DeleteFunc(slices.Clone(cs), func(c cand) bool { return c.s == s })
-}
-
 func has(cs []cand, s uint8) bool {
 	return slices.ContainsFunc(cs, func(c cand) bool { return c.s == s })
 }
@@ -125,14 +121,13 @@ type model struct {
 	ops  []opModel
 }
 
-// call is a porcupine input: the entry with its key and operation resolved to indices in
-// its partition.
+// call is a porcupine input: an entry's input with its key and operation resolved to
+// indices in its partition.
 type call struct {
-	entry int
-	in    Input
-	part  *partition
-	key   int32 // create: the key's index
-	op    int32 // the operation's index; a create without an answer: the key's operation, or -1
+	in   Input
+	part *partition
+	key  int32 // create: the key's index
+	op   int32 // the operation's index; a create without an answer: the key's operation, or -1
 }
 
 // sized returns m with room for every key and operation of p, each unbound and uncreated.
