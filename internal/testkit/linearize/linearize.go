@@ -65,8 +65,10 @@
 // grows exponentially with the calls that overlap within one. Check therefore first drops
 // the calls whose answers others imply: calls that changed nothing and assert nothing, and
 // of the reads that saw one answer all but the one that returned first and the one called
-// last (exact for this model: see reduce). A partition is then a handful of calls however
-// densely its operation was polled; BenchmarkCheck has the figures.
+// last. That loses nothing: versions only rise, so an answer seen at two instants held
+// all the time between them, and every dropped read overlaps that time. A partition is
+// then a handful of calls however densely its operation was polled; BenchmarkCheck has
+// the figures.
 //
 // # What it cannot catch
 //
@@ -82,6 +84,8 @@
 //     shorter than the window.
 //   - Facts written by clients the recorder did not see: every create and cancel made on the
 //     recorded operations must be in the history, or their effects look like phantoms.
+//     Reads are one caller's view: another caller's operation is 404 to it, so a history
+//     of several callers must read only each caller's own operations.
 //   - After an answer that does not pin the state (409 already_terminal, a 412 that rules
 //     out the version the client saw, a cancel with no answer) the model keeps, per state, a
 //     least version instead of the exact set, so a few impossible versions right after such
@@ -132,7 +136,8 @@ type Input struct {
 	Key string `json:"key,omitempty"`
 	// OperationID is the operation a get or a cancel names.
 	OperationID string `json:"operationId,omitempty"`
-	// IfMatch is the version a cancel's If-Match named; 0 when it sent none, or "*".
+	// IfMatch is the version a cancel's If-Match named; 0 when it sent none, "*" or a list
+	// of versions (the answer is then not held to one).
 	IfMatch int `json:"ifMatch,omitempty"`
 }
 
@@ -146,7 +151,8 @@ type Output struct {
 	// OperationID is the 202 body's operationId of a create, the operationId of a 409
 	// idempotency_key_reused, or the representation's of a get or a cancel.
 	OperationID string `json:"operationId,omitempty"`
-	// Replayed is a create's Idempotent-Replayed: true header.
+	// Replayed is a create's Idempotent-Replayed: true header. It matters: a 202 without
+	// it says this request made the operation, which only one request per key can.
 	Replayed bool `json:"replayed,omitempty"`
 	// State, Version and Terminal are the representation of a get's 200 and a cancel's 200
 	// or 202.
