@@ -64,7 +64,11 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if b.hold {
 			c := call{function: fn, answer: make(chan struct{})}
 			b.calls <- c
-			<-c.answer
+			select {
+			case <-c.answer:
+			case <-r.Context().Done(): // the caller gave up
+				return
+			}
 		}
 		var ask struct{ AnswerBytes int }
 		if json.Unmarshal(body, &ask) == nil && ask.AnswerBytes > 0 {
@@ -123,8 +127,12 @@ func clients(url string) (*lambda.Client, *sfn.Client) {
 	return lambda.NewFromConfig(cfg), sfn.NewFromConfig(cfg)
 }
 
+// invoke invokes fn synchronously; a call the gate wrongly let through to a held backend
+// fails after a while instead of hanging the test.
 func (r *rig) invoke(fn string, payload []byte) error {
-	_, err := r.lambda.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.lambda.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload})
 	return err
 }
 
