@@ -4,7 +4,7 @@
 // however many arrive at once. AWS refuses work past its quotas, and those refusals are what
 // bind at production load. A Gate wraps the edge (devstack Options.Quotas) and refuses as AWS
 // does, on the wire (status, X-Amzn-Errortype, JSON body), so the SDK clients of the
-// functions see the errors they would see on AWS ([docs/quotas.md]):
+// functions see the errors they would see on AWS (docs/quotas.md):
 //
 //   - Lambda concurrency. A synchronous Invoke (POST /2015-03-31/functions/{name}/invocations)
 //     holds a slot for the duration of the call: its function's reserved concurrency when it

@@ -487,8 +487,12 @@ func TestRefuseNextRefusesExactlyN(t *testing.T) {
 	if got := r.backend.count("f"); got != 1 {
 		t.Fatalf("%d invocations reached f, want only the third", got)
 	}
-	if st := r.gate.Stats(); st.Refusals["ResourceNotReadyException (injected)"] != 2 || st.InFlight["f"] != 0 {
+	st := r.gate.Stats()
+	if st.Refusals["ResourceNotReadyException (injected)"] != 2 || st.InFlight["f"] != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+	if got := st.String(); got != "refused: ResourceNotReadyException (injected) 2; peak in flight: f 1, g 1, unreserved pool 1" {
+		t.Fatalf("the stats line: %s", got)
 	}
 	if err := r.gate.RefuseNext("f", "NoSuchException", 1); err == nil {
 		t.Fatal("an unknown exception was accepted")
