@@ -260,8 +260,8 @@ func Refusals() []string {
 }
 
 // refusal is how Lambda answers exception: its HTTP status and the name of its message member
-// ("Message" or "message": both occur in Lambda's model, and an SDK reads only the one its
-// model names); ok is false for an exception the gate does not inject. The statuses are
+// ("Message" or "message": both occur in Lambda's model, and the gate writes the model's, though
+// aws-sdk-go-v2 reads either); ok is false for an exception the gate does not inject. The statuses are
 // those of the Invoke API reference's Errors section, which Lambda's model (and so
 // aws-sdk-go-v2's lambda client) carries as each error's httpError trait.
 func refusal(exception string) (status int, member string, ok bool) {
