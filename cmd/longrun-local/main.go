@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -19,6 +21,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/local/conflictproxy"
 	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 	"github.com/longrun-dev/longrun/internal/local/devstack"
+	"github.com/longrun-dev/longrun/internal/local/quotas"
 	"github.com/longrun-dev/longrun/internal/local/summary"
 )
 
@@ -30,6 +33,7 @@ func main() {
 	conflicts := flag.Duration("dynamodb-conflicts", 0, "put DynamoDB's transaction conflicts in front of DynamoDB: each transaction holds its items this long to twice this long, and overlapping work is refused as on AWS (e.g. 10ms)")
 	traceFile := flag.String("trace-file", "", "turn tracing on: every function appends its spans to this file, one JSON object a line (docs/observability.md#tracing)")
 	types := flag.String("types", "", "serve the operation types of this definitions file (docs/operation-types.md), or of several separated by commas, instead of the built-in ones; each file's local section says how to run its workers")
+	quotaPreset := flag.String("quotas", "", "refuse as AWS's quotas would, at the edge (docs/quotas.md): \"scaled\" is the 1:100 scale model (10 concurrent executions, the reservations at 1, StartExecution 13 refilling 3/s), \"aws\" AWS's defaults in us-east-1 (1,000, the construct's reservations, 1,300 refilling 300/s); both limit payloads as AWS does")
 	summaryEvery := flag.Duration("summary", 10*time.Second, "print one line of the functions' metrics (admissions, replays, conflicts, outcomes, p50 accept→terminal, in flight) this often while there is traffic; 0 turns it off")
 	flag.Parse()
 
@@ -46,6 +50,14 @@ func main() {
 		TraceFile: *traceFile}
 	if *quiet {
 		opts.Output = nil
+	}
+	if *quotaPreset != "" {
+		limits, err := quotas.Preset(*quotaPreset)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts.Quotas = &limits
 	}
 	// The summary reads the metrics from the functions' output, so it sits in front of it
 	// even when -quiet discards the rest.
@@ -108,6 +120,11 @@ func main() {
 		fmt.Fprintf(out, "  token      Authorization: Bearer %s   (tenant %s, principal %s%s)\n", t, tokens[t].Tenant, tokens[t].Principal, role)
 	}
 
+	if l := opts.Quotas; l != nil {
+		start := l.StepFunctions["StartExecution"]
+		fmt.Fprintf(out, "  quotas     %s: Lambda pool %d, reserved %s; StartExecution %d refilling %g/s; payloads as on AWS (refusals counted, printed at stop)\n",
+			*quotaPreset, l.Unreserved, reservations(l.Reserved), start.Size, start.RefillPerSecond)
+	}
 	fmt.Fprintf(out, "  events     %s   (an SQS queue with every event published on the bus)\n", stack.EventsQueueURL)
 	if *traceFile != "" {
 		fmt.Fprintf(out, "  spans      %s   (one JSON object a line, appended)\n", *traceFile)
@@ -119,7 +136,19 @@ func main() {
 	fmt.Fprintf(out, "Ctrl-C stops it.\n\n")
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "stopping…")
+	if stack.Quotas != nil {
+		fmt.Fprintf(out, "quotas: %s\n", stack.Quotas.Stats())
+	}
 	stack.Close()
+}
+
+// reservations lists reserved concurrency by function, in name order.
+func reservations(r map[string]int) string {
+	var parts []string
+	for _, fn := range slices.Sorted(maps.Keys(r)) {
+		parts = append(parts, fmt.Sprintf("%s %d", fn, r[fn]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // conflictFront starts the conflict-faithful proxy in front of endpoint, or in front of a

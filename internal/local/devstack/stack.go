@@ -44,6 +44,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/local/apigateway"
 	"github.com/longrun-dev/longrun/internal/local/ddblocal"
+	"github.com/longrun-dev/longrun/internal/local/quotas"
 	"github.com/longrun-dev/longrun/internal/local/streampoller"
 )
 
@@ -96,6 +97,10 @@ type Options struct {
 	// call to DynamoDB, Lambda, Step Functions, EventBridge and SQS that passes the edge (the
 	// cost model, internal/local/cost).
 	Meter func(edge http.Handler, dynamoURL string) http.Handler
+	// Quotas, when set, puts AWS's quotas in front of the edge (internal/local/quotas, the
+	// quota-faithful mode; docs/quotas.md): Lambda concurrency, Step Functions' API buckets,
+	// the payload limits. Stack.Quotas is the gate, for its counts and injected refusals.
+	Quotas *quotas.Limits
 	// TraceFile turns tracing on: every function appends its spans to this file as JSON
 	// lines (LONGRUN_TRACING=file, LONGRUN_TRACE_FILE; docs/observability.md#tracing).
 	// "" leaves tracing off.
@@ -120,6 +125,9 @@ type Stack struct {
 	StepFunctions *sfn.Client
 	SQS           *sqs.Client
 	Lambda        *lambda.Client
+
+	// Quotas is the gate of Options.Quotas in front of the edge; nil when off.
+	Quotas *quotas.Gate
 
 	closers []func()
 	mu      sync.Mutex
@@ -257,7 +265,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		dynamoURL = ddb.Endpoint
 	}
-	s.startKumoAndEdge(edgeLn, dynamoURL, opts.Meter)
+	s.startKumoAndEdge(edgeLn, dynamoURL, opts.Meter, opts.Quotas)
 	s.connectClients()
 	if err := s.createTable(ctx); err != nil {
 		return nil, err
@@ -401,12 +409,19 @@ func (s *Stack) startDynamoDBLocal(ctx context.Context) (*ddblocal.Server, error
 // startKumoAndEdge starts kumo and serves the edge on edgeLn, routing to DynamoDB Local at
 // dynamoURL and to kumo. kumo serves on a port of its own choosing; the edge forwards to it.
 // Only kumo's public API is used, so a kumo upgrade cannot break the embedding.
-func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, meter func(http.Handler, string) http.Handler) {
+func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, meter func(http.Handler, string) http.Handler, limits *quotas.Limits) {
 	ks := kumo.NewServer()
 	s.onClose(ks.Close)
 	handler := edgeRouter(dynamoURL, ks.URL, s.tap)
 	if meter != nil {
 		handler = meter(handler, dynamoURL)
+	}
+	// The quotas go outermost, in front of the meter: what AWS refuses never reaches the
+	// service, so it is not billed (a throttled invocation or StartExecution costs nothing),
+	// and the cost model must not count it; and a refusal must not wait on the meter's work.
+	if limits != nil {
+		s.Quotas = quotas.New(handler, quotas.Options{Limits: *limits})
+		handler = s.Quotas
 	}
 	edge := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)}
