@@ -28,8 +28,8 @@ const (
 // continues on.
 func Template() string { return template }
 
-// Pause is the resume state machine's first state: the wait a worker asked for (at most
-// step.MaxPause), then Run.
+// Pause is the resume state machine's first state: the wait a worker asked for, until the
+// decision's resumeAt, then Run.
 const Pause = "Pause"
 
 // ResumeTemplate is the type's resume state machine, on which the recorder continues an
@@ -42,10 +42,10 @@ func ResumeTemplate() string {
 	}
 	states := asl["States"].(map[string]any)
 	states[Pause] = map[string]any{
-		"Type":        "Wait",
-		"Comment":     "The worker asked to wait before its next step; the recorder looks again after each pause (at most 5 minutes), so a cancel during a long wait is seen.",
-		"SecondsPath": "$.gate.decision.waitSeconds",
-		"Next":        asl["StartAt"],
+		"Type":          "Wait",
+		"Comment":       "The worker asked to wait before its next step: one wait until then, whatever its length, so a wait costs the same few transitions however long it is. A cancel during it is the reconciler's: nothing is in flight, so it stops this execution and records the cancel.",
+		"TimestampPath": "$.gate.decision.resumeAt",
+		"Next":          asl["StartAt"],
 	}
 	asl["StartAt"] = Pause
 	out, _ := json.MarshalIndent(asl, "", "  ")

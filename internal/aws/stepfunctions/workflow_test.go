@@ -186,8 +186,8 @@ func TestPathFigures(t *testing.T) {
 // the recorder's decision.
 func TestResumeDefinition(t *testing.T) {
 	type state struct {
-		Type, Next, SecondsPath string
-		End                     bool
+		Type, Next, TimestampPath string
+		End                       bool
 	}
 	var run, resume struct {
 		StartAt string
@@ -207,7 +207,7 @@ func TestResumeDefinition(t *testing.T) {
 		}
 	}
 	p := resume.States[resume.StartAt]
-	if resume.StartAt != Pause || p.Type != "Wait" || p.Next != run.StartAt || p.SecondsPath != "$.gate.decision.waitSeconds" ||
+	if resume.StartAt != Pause || p.Type != "Wait" || p.Next != run.StartAt || p.TimestampPath != "$.gate.decision.resumeAt" ||
 		len(resume.States) != len(run.States)+1 {
 		t.Fatalf("resume: %+v", resume)
 	}

@@ -145,6 +145,9 @@ type Fact struct {
 	// Lease says that a step may be in flight from the time of this fact (an executor's
 	// fact; none releases it): internal, never public.
 	Lease *Lease `json:"lease,omitempty"`
+	// WaitingUntil says that the work waits, with nothing in flight, until then (the
+	// hand-back of a wait; any later executor fact ends it): internal, never public.
+	WaitingUntil *time.Time `json:"waitingUntil,omitempty"`
 }
 
 // Lease marks a step in flight. Run is the recorder invocation that took it (a Run) and
@@ -285,6 +288,14 @@ type Operation struct {
 	// flight.
 	Lease  *Lease
 	Leased bool
+	// WaitingUntil is when the wait the work was handed on to ends (zero: not waiting).
+	WaitingUntil time.Time
+}
+
+// Waiting says whether the work waits at now, with nothing in flight, for a wait it was
+// handed on to (the resume state machine's pause).
+func (o Operation) Waiting(now time.Time) bool {
+	return now.Before(o.WaitingUntil) && o.Lease == nil
 }
 
 // InFlight is the lease of a step that may be in flight at now: a lease not released, not
@@ -361,6 +372,10 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 		o.ObservedAt = f.At
 		o.Lease = f.Lease
 		o.Leased = o.Leased || f.Lease != nil
+		o.WaitingUntil = time.Time{}
+		if f.WaitingUntil != nil {
+			o.WaitingUntil = *f.WaitingUntil
+		}
 	}
 	o.State = next
 	o.Version = f.Version
@@ -453,8 +468,17 @@ func (o Operation) DueAt(l Leases) (due time.Time, ok bool) {
 	case Accepted:
 		return o.UpdatedAt.Add(l.Dispatch), true
 	case Dispatched, Running:
+		if o.WaitingUntil.After(o.UpdatedAt) {
+			// Waiting: nothing to look at before the wait ends, however long it is.
+			return o.WaitingUntil.Add(l.Check), true
+		}
 		return o.UpdatedAt.Add(l.Check), true
 	case Cancelling:
+		if o.Waiting(o.UpdatedAt) {
+			// A cancel during a wait: nothing is in flight, so the reconciler ends it now
+			// rather than after the wait.
+			return o.UpdatedAt, true
+		}
 		return o.UpdatedAt.Add(l.Cancel), true
 	}
 	return time.Time{}, false

@@ -257,3 +257,59 @@ func TestProgressIsFoldedFromFacts(t *testing.T) {
 		t.Fatal("without an admission deadline the lease applies")
 	}
 }
+
+// A lease marks a step in flight until it runs out, is released by the next executor fact,
+// or is voided by the work moving to another execution; a client's fact (a cancel) leaves
+// it, since the step is still in flight.
+func TestALeaseMarksAStepInFlight(t *testing.T) {
+	facts := history(KindAccepted, KindStarted)
+	facts[1].Lease = &Lease{Run: "r1", Execution: "op_1", Until: t0.Add(time.Minute)}
+	op, err := Fold("op_1", facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := op.InFlight(t0.Add(30 * time.Second)); l == nil || l.Run != "r1" || !op.Leased {
+		t.Fatalf("in flight: %+v", l)
+	}
+	if op.InFlight(t0.Add(time.Minute)) != nil {
+		t.Fatal("a lease that ran out still holds")
+	}
+	cancel, _ := op.Apply(Fact{Version: 3, Kind: KindCancelRequested, At: t0, Source: SourceClient})
+	if cancel.InFlight(t0) == nil {
+		t.Fatal("a cancel released the step in flight")
+	}
+	released, _ := op.Apply(Fact{Version: 3, Kind: KindProgress, At: t0, Source: SourceExecutor})
+	if released.InFlight(t0) != nil || !released.Leased {
+		t.Fatal("an executor fact without a lease did not release it")
+	}
+	handed, _ := op.Apply(Fact{Version: 3, Kind: KindProgress, At: t0, Source: SourceExecutor, Lease: op.Lease,
+		Execution: "arn:aws:states:us-east-1:123456789012:execution:longrun-w:op_1-1"})
+	if handed.InFlight(t0) != nil {
+		t.Fatal("a lease of an execution the work left still holds")
+	}
+}
+
+// A wait costs nothing while it lasts: the operation is not due for a look before it ends,
+// however long, and a cancel during it is due at once (nothing is in flight to wait for).
+func TestAWaitIsNotLookedAtUntilItEnds(t *testing.T) {
+	l := DefaultLeases()
+	until := t0.Add(6 * time.Hour)
+	facts := history(KindAccepted, KindStarted, KindProgress)
+	facts[2].Source, facts[2].WaitingUntil = SourceExecutor, &until
+	op, err := Fold("op_1", facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if due, ok := op.DueAt(l); !ok || !due.Equal(until.Add(l.Check)) || !op.Waiting(t0) {
+		t.Fatalf("due %v %v; want the wait's end and a check lease", due, ok)
+	}
+	cancel, _ := op.Apply(Fact{Version: 4, Kind: KindCancelRequested, At: t0.Add(time.Hour), Source: SourceClient})
+	if due, ok := cancel.DueAt(l); !ok || !due.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("a cancel during the wait is due %v, want at once", due)
+	}
+	resumed, _ := op.Apply(Fact{Version: 4, Kind: KindProgress, At: until, Source: SourceExecutor,
+		Lease: &Lease{Run: "r2", Execution: "op_1", Until: until.Add(time.Minute)}})
+	if due, _ := resumed.DueAt(l); !due.Equal(until.Add(l.Check)) || resumed.Waiting(until) {
+		t.Fatalf("after the wait: due %v, waiting %v", due, resumed.Waiting(until))
+	}
+}

@@ -224,6 +224,12 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 	case Running:
 		cause := ""
 		switch {
+		case op.State == operation.Cancelling && r.inFlight(op) && !r.Now().After(op.UpdatedAt.Add(r.Leases.Cancel)):
+			// A step is in flight (a cancel during a wait that has since ended): the Run
+			// records the cancel at its next gate, within the cancel lease.
+			return later(r.Leases.Check)
+		case op.State == operation.Cancelling && op.Waiting(r.Now()):
+			cause = "canceled: the work was waiting, with nothing in flight"
 		case op.State == operation.Cancelling:
 			cause = "canceled: the workflow did not stop by itself within the cancel lease"
 		case r.Now().After(op.DeadlineAt(r.Leases).Add(r.Leases.Cancel)):

@@ -652,3 +652,28 @@ func TestAnEndWithNoStepInFlightIsNotUnknown(t *testing.T) {
 		t.Fatalf("%s %+v; want failed execution_ended", op.State, op.Problem)
 	}
 }
+
+// A cancel during a wait is settled at once, however long the wait: the operation is due as
+// soon as the cancel is recorded, nothing is in flight, so the reconciler stops the waiting
+// execution and records canceled. Before the cancel, the waiting operation is not looked at.
+func TestACancelDuringAWaitIsCanceledAtOnce(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	until := f.clock.Now().Add(6 * time.Hour)
+	f.leased(id, "run-1", f.clock.Now().Add(time.Minute))
+	if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindProgress, At: f.clock.Now(),
+		Source: operation.SourceExecutor, WaitingUntil: &until}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(time.Hour)
+	if sum := f.run(); sum.Examined != 0 {
+		t.Fatalf("a waiting operation was looked at: %+v", sum)
+	}
+	f.cancel(id)
+	if sum := f.run(); sum.Stopped != 1 {
+		t.Fatalf("%+v; want the waiting execution stopped at once", sum)
+	}
+	if op := f.load(id); op.State != operation.Canceled {
+		t.Fatalf("%s %+v; want canceled", op.State, op.Problem)
+	}
+}

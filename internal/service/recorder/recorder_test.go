@@ -47,6 +47,20 @@ types:
       properties:
         name: {type: string}
         mode: {type: string, default: fast}
+  - name: test.long
+    version: 1
+    description: A type whose work may wait for hours.
+    worker: test-poll
+    deadline: 48h
+    stepTimeout: 30s
+    maxSteps: 3
+    target: "long:{/name}"
+    input:
+      type: object
+      additionalProperties: false
+      required: [name]
+      properties:
+        name: {type: string}
 `
 
 type clock struct {

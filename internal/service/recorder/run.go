@@ -286,9 +286,14 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled, run string
 			case cur.Execution == ref && held == nil:
 				return nil, nil
 			}
-			// Named, and this Run's lease released: it runs no more steps.
-			return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now,
-				Progress: cur.Progress, Execution: ref}}, nil
+			// Named, and this Run's lease released: it runs no more steps. A wait says until
+			// when, so that nobody looks at the operation before then.
+			f := operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now,
+				Progress: cur.Progress, Execution: ref}
+			if until, err := time.Parse(operation.TimeFormat, d.ResumeAt); resume && err == nil {
+				f.WaitingUntil = &until
+			}
+			return []operation.Fact{f}, nil
 		})
 		if err != nil {
 			// The execution is started and names itself at its first step (claim).

@@ -732,3 +732,39 @@ func TestNoStopIsRecordedWhileAStepIsInFlight(t *testing.T) {
 		}
 	})
 }
+
+// A wait costs the same whatever its length: one hand-back (one fact, one execution, its
+// pause and one Run), however long the worker asked to wait, and nobody looks at the
+// operation before the wait ends. Six hours are one pause, not 72.
+func TestAWaitCostsTheSameWhateverItsLength(t *testing.T) {
+	f := newFixture(t)
+	ex := &executions{}
+	f.rec.Executions = ex
+	for _, delay := range []int{20, 6 * 3600} {
+		out, err := f.admit.Admit(context.Background(), admission.Request{Scope: admission.Scope{Tenant: "acme", Principal: "alice"},
+			Key: fmt.Sprint("long-", delay), MediaType: "application/json", Body: []byte(`{"type":"test.long","input":{"name":"w` + fmt.Sprint(delay) + `"}}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := out.Record.OperationID
+		starts := len(ex.started)
+		s := &script{answers: []any{fmt.Sprintf(`{"status":"continue","delaySeconds":%d}`, delay), `{"status":"succeeded"}`}}
+		d := f.run(s, recorder.Input{OperationID: id})
+		v := f.load(id).Version
+		until := f.clock.Now().Add(time.Duration(delay) * time.Second)
+		if d.Next != recorder.NextWait || d.ResumeAt != operation.FormatTime(until) {
+			t.Fatalf("%d s: %+v; want a wait until %s", delay, d, operation.FormatTime(until))
+		}
+		if op := f.load(id); !op.WaitingUntil.Equal(until) {
+			t.Fatalf("%d s: waiting until %v", delay, op.WaitingUntil)
+		}
+		f.clock.Add(time.Duration(delay) * time.Second) // the resume state machine's pause ends at resumeAt
+		if d := f.run(s, ex.last(t).input); d.Next != recorder.NextDone || f.load(id).State != operation.Succeeded {
+			t.Fatalf("%d s: after the pause %+v %s", delay, d, f.load(id).State)
+		}
+		// accepted, started, step 1's progress, the hand-back; then the lease, the outcome.
+		if len(ex.started)-starts != 1 || v != 4 || f.load(id).Version != 6 {
+			t.Fatalf("%d s: %d executions, v%d then v%d; want 1, v4, v6", delay, len(ex.started)-starts, v, f.load(id).Version)
+		}
+	}
+}
