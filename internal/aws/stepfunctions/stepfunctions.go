@@ -158,12 +158,16 @@ func (c Continuations) Start(ctx context.Context, workflow string, resume bool, 
 }
 
 // Continue starts the execution called name that carries on an operation's work, for the
-// reconciler: as a Run's hand-back does (Continuations.Start). One already there is no
-// error.
-func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
+// reconciler, as a Run's hand-back does (Continuations.Start). One already there is
+// described instead: started is false.
+func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (reconcile.Execution, bool, error) {
 	ref, err := Continuations{e}.Start(ctx, workflow, resume, name, input)
-	if errors.Is(err, dispatch.ErrAlreadyStarted) {
-		return ref, nil
+	switch {
+	case errors.Is(err, dispatch.ErrAlreadyStarted):
+		ex, err := e.DescribeRef(ctx, ref)
+		return ex, false, err
+	case err != nil:
+		return reconcile.Execution{}, false, err
 	}
-	return ref, err
+	return reconcile.Execution{Ref: ref, Status: reconcile.Running}, true, nil
 }

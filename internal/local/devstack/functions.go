@@ -175,6 +175,16 @@ func (p *process) supervise(cmd *exec.Cmd, pw *io.PipeWriter) {
 	}
 }
 
+// kill ends the current process with SIGKILL and leaves its replacement to supervise.
+func (p *process) kill() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.cmd == nil || p.cmd.Process == nil {
+		return nil // being replaced, or the stack is closing
+	}
+	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
 // stop ends the process for good and waits for it. Between a process's exit and its
 // replacement there is none to wait for, and spawn will not start another.
 func (p *process) stop() {

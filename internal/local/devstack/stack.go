@@ -132,6 +132,8 @@ type Stack struct {
 	closers []func()
 	mu      sync.Mutex
 
+	procs map[string]*process // by function name, once started
+
 	tapMu     sync.Mutex
 	published [][]byte                // event details in the order PutEvents carried them
 	paused    map[string]*atomic.Bool // stream consumer (function) or "reconciler" → held
@@ -601,6 +603,12 @@ func (s *Stack) startFunctions(ctx context.Context, fns []function, bin string, 
 			return err
 		}
 		procs = append(procs, p)
+		s.mu.Lock()
+		if s.procs == nil {
+			s.procs = map[string]*process{}
+		}
+		s.procs[f.name] = p
+		s.mu.Unlock()
 		// Processes stop before kumo (closers run in reverse), so no invocation waits on a
 		// dead poller.
 		s.onClose(p.stop)
@@ -727,6 +735,26 @@ func edgeRouter(dynamoURL, kumoURL string, tap func(body []byte)) http.Handler {
 		}
 		kumoProxy.ServeHTTP(w, r)
 	})
+}
+
+// Functions names the stack's functions: longrun's own and the workers', as their
+// processes poll kumo's Runtime API.
+func (s *Stack) Functions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.procs))
+}
+
+// Kill ends the named function's process at once (SIGKILL), as when Lambda loses a sandbox
+// mid-invocation; the stack starts a new one, as Lambda would for the next invocation.
+func (s *Stack) Kill(name string) error {
+	s.mu.Lock()
+	p, ok := s.procs[name]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("devstack: no function %q", name)
+	}
+	return p.kill()
 }
 
 func (s *Stack) onClose(f func()) {

@@ -41,12 +41,13 @@ type Execution struct {
 
 // Executions looks executions up by name or reference, stops them, and starts the one that
 // carries on an operation's work (Continue: on workflow's resume state machine when resume,
-// named name; one of that name already there is the one, and no error).
+// named name). Continue reports whether it started it; one of that name already there is
+// described instead, and is no error.
 type Executions interface {
 	Describe(ctx context.Context, workflow, name string) (Execution, error)
 	DescribeRef(ctx context.Context, ref string) (Execution, error)
 	Stop(ctx context.Context, ref, cause string) error
-	Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error)
+	Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (ex Execution, started bool, err error)
 }
 
 // Store is the fact log plus the due index.
@@ -261,7 +262,7 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 				return r.record(ctx, op, f)
 			}
 			if next, resume, ok := recorder.Resumption(in); ok {
-				return r.carryOn(ctx, op, typ.Worker, next, resume, later)
+				return r.carryOn(ctx, op, typ.Worker, next, resume)
 			}
 		}
 		return r.record(ctx, op, r.ended(op, ex.Status))
@@ -274,22 +275,47 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 // nothing in flight (recorder.Resumption): named after the operation and the count in next,
 // so a second look starts nothing new. That execution names itself the operation's latest
 // at its first step; until then the operation is looked at again after the check lease.
-func (r *Reconciler) carryOn(ctx context.Context, op operation.Operation, workflow string, next recorder.Input, resume bool,
-	later func(time.Duration) (result, error)) (result, error) {
-	input, err := json.Marshal(next)
-	if err != nil {
-		return result{}, err
+// One of that name may be there already and have ended before it named itself (its Run
+// throttled in its turn): the work then goes on from where that one ended, along the chain,
+// so that every look moves the work forward.
+func (r *Reconciler) carryOn(ctx context.Context, op operation.Operation, workflow string, next recorder.Input, resume bool) (result, error) {
+	for hops := 0; ; hops++ {
+		input, err := json.Marshal(next)
+		if err != nil {
+			return result{}, err
+		}
+		name := fmt.Sprintf("%s-%d", op.ID, next.Continuation)
+		ex, started, err := r.Executions.Continue(ctx, workflow, resume, name, input)
+		if err != nil {
+			return result{}, err
+		}
+		if started || ex.Status == Running || hops == maxHops {
+			r.Log.InfoContext(ctx, "carried on", "operation_id", op.ID, "execution", name, "started", started)
+			// A new execution carries the work: look again after one check lease, not after
+			// the backoff the looks at the last one had grown to (a throttled Run writes no
+			// fact, so nothing else would reset it).
+			if err := r.Store.Reschedule(ctx, op.ID, op.Version, r.Now().Add(r.Leases.Check), 0); err != nil {
+				return result{}, err
+			}
+			return result{action: "continued"}, nil
+		}
+		var out recorder.Input
+		if ex.Status == Succeeded && json.Unmarshal(ex.Output, &out) == nil {
+			if f, ok := recorder.Unrecorded(out, op.CancelRequested); ok {
+				f.Source = operation.SourceReconciler
+				return r.record(ctx, op, f)
+			}
+			var ok bool
+			if next, resume, ok = recorder.Resumption(out); ok {
+				continue
+			}
+		}
+		return r.record(ctx, op, r.ended(op, ex.Status))
 	}
-	name := fmt.Sprintf("%s-%d", op.ID, next.Continuation)
-	if _, err := r.Executions.Continue(ctx, workflow, resume, name, input); err != nil {
-		return result{}, err
-	}
-	r.Log.InfoContext(ctx, "carried on", "operation_id", op.ID, "execution", name)
-	if _, err := later(r.Leases.Check); err != nil {
-		return result{}, err
-	}
-	return result{action: "continued"}, nil
 }
+
+// maxHops bounds how far one look follows a chain of executions that ended unnamed.
+const maxHops = 20
 
 // inFlight says whether a step may be in flight: a lease that has not run out, or, in a
 // history from before leases, any started work.

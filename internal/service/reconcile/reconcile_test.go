@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -675,5 +676,28 @@ func TestACancelDuringAWaitIsCanceledAtOnce(t *testing.T) {
 	}
 	if op := f.load(id); op.State != operation.Canceled {
 		t.Fatalf("%s %+v; want canceled", op.State, op.Problem)
+	}
+}
+
+// An execution the reconciler started to carry the work on may itself end before it names
+// itself (its Run throttled in its turn): the next look goes on from where it ended, in the
+// execution after it, rather than finding it already there and doing nothing for ever.
+func TestACarriedOnExecutionThatEndedUnnamedIsFollowed(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	caught := func(k int) []byte {
+		return []byte(fmt.Sprintf(`{"operationId":%q,"continuation":%d,"recordError":{"Error":"States.TaskFailed","Cause":"429"}}`, id, k))
+	}
+	f.exec.Finish(id, reconcile.Succeeded, caught(0))
+	f.clock.Advance(leases.Check + time.Second)
+	f.run()
+	f.exec.Finish(id+"-1", reconcile.Succeeded, caught(1))
+	f.clock.Advance(leases.Check + time.Second)
+	if sum := f.run(); sum.Continued != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	in, ok := f.executionInput(id + "-2")
+	if !ok || in.Continuation != 2 || f.load(id).State != operation.Running {
+		t.Fatalf("carried on in %+v (%v); want %s-2, still running", in, ok, id)
 	}
 }

@@ -108,16 +108,20 @@ func (e *Executor) DescribeRef(_ context.Context, ref string) (reconcile.Executi
 
 // Continue starts the execution that carries on an operation's work, as the reconciler
 // does: on workflow's resume state machine (workflow + "-resume") when resume. One of that
-// name already there is no error.
-func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
+// name already there is described instead (started false).
+func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (reconcile.Execution, bool, error) {
 	if resume {
 		workflow += "-resume"
 	}
 	ref, err := e.Start(ctx, workflow, name, input)
-	if errors.Is(err, dispatch.ErrAlreadyStarted) {
-		return ref, nil
+	switch {
+	case errors.Is(err, dispatch.ErrAlreadyStarted):
+		ex, err := e.DescribeRef(ctx, ref)
+		return ex, false, err
+	case err != nil:
+		return reconcile.Execution{}, false, err
 	}
-	return ref, err
+	return reconcile.Execution{Ref: ref, Status: reconcile.Running}, true, nil
 }
 
 // Finish sets what Describe will report for an execution, as if it had ended.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/problem"
-	"github.com/longrun-dev/longrun/internal/testkit/linearize"
+	"github.com/longrun-dev/longrun/internal/local/linearize"
 )
 
 func TestTheRecorderTimesEachCallOnItsClock(t *testing.T) {

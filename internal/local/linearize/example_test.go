@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/operation"
-	"github.com/longrun-dev/longrun/internal/testkit/linearize"
+	"github.com/longrun-dev/longrun/internal/local/linearize"
 )
 
 // A load driver wraps each request in Begin and End, then checks the history. Here the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/problem"
-	"github.com/longrun-dev/longrun/internal/testkit/linearize"
+	"github.com/longrun-dev/longrun/internal/local/linearize"
 )
 
 // Inputs and outputs, spelled the way the contract says them.

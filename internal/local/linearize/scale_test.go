@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/operation"
-	"github.com/longrun-dev/longrun/internal/testkit/linearize"
+	"github.com/longrun-dev/longrun/internal/local/linearize"
 )
 
 func TestGeneratedHistoriesAreLinearizable(t *testing.T) {
