@@ -30,7 +30,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run cost test unit e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all run cost scale test unit e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -63,6 +63,15 @@ run: deps ddb-install
 cost: deps ddb-install
 	$(GO) build -o $(CACHE)/bin/cost ./cmd/cost
 	$(CACHE)/bin/cost $(COSTFLAGS)
+
+# The scale model (docs/capacity.md): the local stack in its quota-faithful mode at AWS's
+# default quotas scaled 1:100, driven for 10 minutes at three times what it sustains, with
+# duplicates, waits, cancels, lost results and random SIGKILLs of every function's process.
+# The last line is its figures; SCALEFLAGS='-duration 2m -rate 1' changes the run (flags:
+# go run ./cmd/scale -h). The stack's logs go to .cache/logs/scale-stack.log.
+scale: deps ddb-install
+	$(GO) build -o $(CACHE)/bin/scale ./cmd/scale
+	$(CACHE)/bin/scale $(SCALEFLAGS)
 
 # Serve DynamoDB Local in the foreground (Ctrl-C stops it).
 ddb-run: deps ddb-install
@@ -143,8 +152,9 @@ asl-lint: deps asl-install
 # suite's does, so it runs after the others.
 CDK_PKGS := ./construct/... ./infra/...
 unit:
-	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$')
+	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$')
 	$(GO) test -count=1 ./cmd/cost
+	$(GO) test -count=1 -timeout 20m ./cmd/scale
 	$(GO) test -count=1 $(CDK_PKGS)
 
 # The worked example is a module of its own (examples/provision-environment, longrun through

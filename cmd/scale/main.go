@@ -27,10 +27,11 @@ import (
 	"github.com/longrun-dev/longrun/internal/local/scale"
 )
 
-func main() { os.Exit(run(context.Background(), os.Args[1:])) }
+func main() { os.Exit(run(context.Background(), os.Args[1:], nil)) }
 
-// run is the command: it returns the exit status.
-func run(ctx context.Context, args []string) int {
+// run is the command: it returns the exit status. A nil stdout is the process's standard
+// output as it is once kumo's is diverted.
+func run(ctx context.Context, args []string, stdout io.Writer) int {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	duration := fs.Duration("duration", 10*time.Minute, "how long the load lasts")
 	rate := fs.Float64("rate", 0, "operations admitted per second (0: three times the sustained ceiling the quotas allow, see -steps and -sleep-ms)")
@@ -42,6 +43,7 @@ func run(ctx context.Context, args []string) int {
 	refuseEvery := fs.Int("refuse-every", 50, "inject a 502 ResourceNotReadyException into every k-th invocation of the worker (0: never)")
 	drain := fs.Duration("drain", 20*time.Minute, "how long to wait, after the load, for every operation to end")
 	seed := fs.Uint64("seed", 1, "the random plans' and kills' seed")
+	logTo := fs.String("log", filepath.Join(".cache", "logs", "scale-stack.log"), "where the local stack's and the driver's logs go")
 	verbose := fs.Bool("v", false, "the stack's logs on stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -56,7 +58,7 @@ func run(ctx context.Context, args []string) int {
 		callers = append(callers, token)
 	}
 	// kumo logs every EventBridge delivery to standard output: into a log file, not the report.
-	logPath := filepath.Join(".cache", "logs", "scale-stack.log")
+	logPath := *logTo
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -70,6 +72,9 @@ func run(ctx context.Context, args []string) int {
 	if err := devstack.DivertEmulatorStdout(logFile); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
+	}
+	if stdout == nil {
+		stdout = os.Stdout // the standard output kept aside
 	}
 	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	limits := quotas.Scaled(*scaleF)
@@ -106,7 +111,7 @@ func run(ctx context.Context, args []string) int {
 	if *rate == 0 {
 		*rate = 3 * ceiling
 	}
-	fmt.Printf("scale model: quotas ×%g (recorder %d reserved, pool %d, StartExecution %d refilling %g/s), sustained ceiling ≈ %.2f operations/s, driven at %.2f/s for %s\n",
+	fmt.Fprintf(stdout, "scale model: quotas ×%g (recorder %d reserved, pool %d, StartExecution %d refilling %g/s), sustained ceiling ≈ %.2f operations/s, driven at %.2f/s for %s\n",
 		*scaleF, limits.Reserved["recorder"], limits.Unreserved, limits.StepFunctions["StartExecution"].Size,
 		limits.StepFunctions["StartExecution"].RefillPerSecond, ceiling, *rate, *duration)
 	functions := stack.Functions()
@@ -118,12 +123,12 @@ func run(ctx context.Context, args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	fmt.Printf("kills %v; states %v; calls recorded %d; outcome_unknown after a worker was killed mid-step %d\n", rep.Kills, rep.ByState, rep.Calls, rep.KillUnknown)
-	fmt.Printf("quotas: %s\n", stack.Quotas.Stats())
+	fmt.Fprintf(stdout, "kills %v; states %v; calls recorded %d; outcome_unknown after a worker was killed mid-step %d\n", rep.Kills, rep.ByState, rep.Calls, rep.KillUnknown)
+	fmt.Fprintf(stdout, "quotas: %s\n", stack.Quotas.Stats())
 	for _, w := range rep.Wrong {
-		fmt.Println("  ", w)
+		fmt.Fprintln(stdout, "  ", w)
 	}
-	fmt.Println(rep.Line())
+	fmt.Fprintln(stdout, rep.Line())
 	if rep.Lost > 0 || rep.Misclassified > 0 || !rep.Linearizable {
 		return 1
 	}

@@ -564,11 +564,11 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			blocked = true
 			return nil, nil
 		}
-		if claim != nil {
-			add(*claim)
-		}
 		if op.State == operation.Accepted || op.State == operation.Dispatched {
 			add(operation.Fact{Kind: operation.KindStarted, Source: operation.SourceExecutor})
+		}
+		if claim != nil {
+			add(*claim) // after started: progress cannot follow dispatched
 		}
 		var progress *operation.Progress
 		if e.cont != nil && (op.Progress == nil || op.Progress.CompletedSteps < next.Step) {

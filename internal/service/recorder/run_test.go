@@ -768,3 +768,24 @@ func TestAWaitCostsTheSameWhateverItsLength(t *testing.T) {
 		}
 	}
 }
+
+// A continuation whose predecessor never ran a step (its Run was throttled, and the
+// reconciler carried the work on) starts the work and names itself in one append: started
+// first, since nothing but started may follow dispatched.
+func TestAContinuationOfWorkNotStartedStartsIt(t *testing.T) {
+	f := newFixture(t)
+	ex := &executions{}
+	f.rec.Executions = ex
+	id := f.newOp()
+	first, _ := ex.Ref("test-poll", false, id)
+	if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindDispatched,
+		Source: operation.SourceDispatcher, At: f.clock.Now(), Execution: first}); err != nil {
+		t.Fatal(err)
+	}
+	s := &script{answers: []any{`{"status":"succeeded"}`}}
+	d := f.run(s, recorder.Input{OperationID: id, Continuation: 1})
+	own, _ := ex.Ref("test-poll", false, id+"-1")
+	if op := f.load(id); d.Next != recorder.NextDone || op.State != operation.Succeeded || op.Execution != own || len(s.requests) != 1 {
+		t.Fatalf("%+v: %s, latest %q after %d steps", d, op.State, op.Execution, len(s.requests))
+	}
+}

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A short run of the scale model, in the quota-faithful mode and with processes killed, so
+// that make test proves the promises under quotas: nothing accepted is lost, nothing ends
+// other than as its worker said, and every answer is linearizable. It owns 127.0.0.1:4566,
+// as the e2e suite's stack does, so make runs it after the other packages.
+func TestAShortScaleModelKeepsThePromises(t *testing.T) {
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	code := run(ctx, []string{"-duration", "30s", "-rate", "1.5", "-kill-every", "6s", "-drain", "8m",
+		"-log", filepath.Join(t.TempDir(), "scale.log")}, &out)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	t.Log(out.String())
+	var admitted, terminal int
+	if _, err := fmt.Sscanf(last, "scale: admitted %d terminal %d", &admitted, &terminal); err != nil || code != 0 ||
+		admitted < 30 || terminal != admitted || !strings.Contains(last, " lost 0 misclassified 0 ") ||
+		!strings.HasSuffix(last, " linearizable yes") || !strings.Contains(out.String(), "kills map[") {
+		t.Fatalf("exit %d, last line %q (%v)", code, last, err)
+	}
+}
