@@ -7,3 +7,6 @@ func CraftCursor(tenant, principal, filters, after string) string {
 
 // DueShardOf names the due-index shard an operation id lands in.
 func DueShardOf(id string) string { return dueShard(id) }
+
+// ItemSize is the store's own count of an item's billed size.
+var ItemSize = itemSize
