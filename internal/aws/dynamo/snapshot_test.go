@@ -148,8 +148,11 @@ func (h *history) fact(k operation.Kind) operation.Fact {
 	return f
 }
 
-var kinds = []operation.Kind{operation.KindDispatched, operation.KindStarted, operation.KindCancelRequested, operation.KindProgress,
-	operation.KindSucceeded, operation.KindFailed, operation.KindCanceled, operation.KindOutcomeUnknown}
+// laterKinds are the kinds of facts that may follow the accepted one.
+func laterKinds() []operation.Kind {
+	return []operation.Kind{operation.KindDispatched, operation.KindStarted, operation.KindCancelRequested, operation.KindProgress,
+		operation.KindSucceeded, operation.KindFailed, operation.KindCanceled, operation.KindOutcomeUnknown}
+}
 
 // appendOf is the next append: one to three facts, each legal after the one before, none
 // once the state is terminal. Progress is likelier, so that histories run long.
@@ -157,7 +160,7 @@ func (h *history) appendOf(s operation.State) []operation.Fact {
 	var out []operation.Fact
 	for n := 1 + h.r.IntN(3); len(out) < n && !s.Terminal(); {
 		var legal []operation.Kind
-		for _, k := range kinds {
+		for _, k := range laterKinds() {
 			if _, err := operation.Next(s, k); err == nil {
 				legal = append(legal, k)
 				if k == operation.KindProgress {
@@ -251,6 +254,9 @@ func TestLoadEqualsTheFoldOfTheFacts(t *testing.T) {
 			id := fmt.Sprintf("op_%026d", n)
 			h := newHistory(r, id)
 			first := operation.Fact{Version: 1, Kind: operation.KindAccepted, At: h.at, Source: operation.SourceAdmission, Admission: h.admission()}
+			if n%8 == 0 { // whatever the seed, some admissions that do not fit in the projection
+				first.Admission.Input = json.RawMessage(`"` + strings.Repeat("x", 2000) + `"`)
+			}
 			if _, err := store.Admit(ctx, admitIntent(id, first)); err != nil {
 				t.Fatal(err)
 			}
@@ -303,7 +309,7 @@ func TestLoadEqualsTheFoldOfTheFacts(t *testing.T) {
 		if reads[1] == 0 || reads[2] == 0 {
 			t.Errorf("Loads by items read: %v; want some of one item and some of two", reads)
 		}
-		for _, k := range kinds {
+		for _, k := range laterKinds() {
 			if !kindsSeen[k] {
 				t.Errorf("no %s fact was generated", k)
 			}
