@@ -464,12 +464,13 @@ func newTable(scope constructs.Construct, props *Props, dev bool) awsdynamodb.Ta
 }
 
 // grantData gives f the item actions it uses, on the table and the named indexes only:
-// Query for reads, PutItem/UpdateItem for facts and projections, DeleteItem for releasing
-// a target lock (only writers of terminal facts). No Scan, no batch, no wildcard.
-// (TransactWriteItems has no action of its own: each item is authorized as its Put,
-// Update or Delete.)
+// GetItem for reading an operation (its projection, and its accepted fact when the
+// projection leaves the admission out), Query for the indexes and an operation's facts,
+// PutItem/UpdateItem for facts and projections, DeleteItem for releasing a target lock
+// (only writers of terminal facts). No Scan, no batch, no wildcard. (TransactWriteItems has
+// no action of its own: each item is authorized as its Put, Update or Delete.)
 func grantData(table awsdynamodb.Table, f awslambda.Function, terminal bool, indexes ...string) {
-	actions := []string{"dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"}
+	actions := []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"}
 	if terminal {
 		actions = append(actions, "dynamodb:DeleteItem")
 	}

@@ -238,6 +238,9 @@ func leastPrivilege(t *testing.T, props stack.Props) {
 		{"WorkerExportOrders", "dynamodb:GetItem", false}, {"WorkerExportOrders", "dynamodb:Query", false},
 		{"WorkerExportOrders", "dynamodb:PutItem", false}, {"WorkerExportOrders", "lambda:InvokeFunction", false},
 		{"Recorder", "dynamodb:PutItem", true}, {"Recorder", "dynamodb:DeleteItem", true},
+		// Reading an operation is a GetItem of its projection (and of its accepted fact).
+		{"Recorder", "dynamodb:GetItem", true}, {"Dispatcher", "dynamodb:GetItem", true}, {"Reconciler", "dynamodb:GetItem", true},
+		{"Notifier", "dynamodb:GetItem", false},
 		{"Notifier", "events:PutEvents", true}, {"Notifier", "dynamodb:PutItem", false},
 		{"Dispatcher", "states:StartExecution", true}, {"Dispatcher", "sqs:SendMessage", true},
 		// The recorder starts an operation's next execution after a wait or a Run out of room.

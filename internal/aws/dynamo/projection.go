@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"strings"
 
@@ -15,9 +16,10 @@ import (
 )
 
 // The projection item (sk META) is what the fold of an operation's facts says now, written
-// in the same transaction as the facts by the same fold: the caller's list reads it through
-// the scope index, the reconciler through the due index, and the notifier from its stream
-// records (old and new image: the previous and the new state).
+// in the same transaction as the facts by the same fold: Load reads it (with its snapshot of
+// the fold, snapshot.go), the caller's list through the scope index, the reconciler through
+// the due index, and the notifier from its stream records (old and new image: the previous
+// and the new state).
 const (
 	attrState    = "state"
 	attrVersion  = "version"
@@ -62,21 +64,31 @@ func (s *Store) projection(op operation.Operation) (map[string]types.AttributeVa
 	if err != nil {
 		return nil, err
 	}
-	item[attrPK] = str(operationPK(op.ID))
-	item[attrSK] = str(skMeta)
-	item[attrGSI1PK] = str(scopeKey(op.Tenant, op.Principal))
-	item[attrGSI1SK] = str(op.ID)
-	item[attrTenant] = str(op.Tenant)
-	item[attrType] = str(op.Type)
-	item[attrTarget] = str(op.Target)
-	item[attrCreatedAt] = str(operation.FormatTime(op.CreatedAt))
-	if op.CorrelationID != "" {
-		item[attrCorrelation] = str(op.CorrelationID)
-	}
+	maps.Copy(item, fixedAttrs(op))
 	return item, nil
 }
 
-// projectionAttrs are the attributes that change with each fact, and those to remove.
+// fixedAttrs are the projection's attributes written at admission only: its keys, the scope
+// index's, and what never changes after admission.
+func fixedAttrs(op operation.Operation) map[string]types.AttributeValue {
+	item := map[string]types.AttributeValue{
+		attrPK:        str(operationPK(op.ID)),
+		attrSK:        str(skMeta),
+		attrGSI1PK:    str(scopeKey(op.Tenant, op.Principal)),
+		attrGSI1SK:    str(op.ID),
+		attrTenant:    str(op.Tenant),
+		attrType:      str(op.Type),
+		attrTarget:    str(op.Target),
+		attrCreatedAt: str(operation.FormatTime(op.CreatedAt)),
+	}
+	if op.CorrelationID != "" {
+		item[attrCorrelation] = str(op.CorrelationID)
+	}
+	return item
+}
+
+// projectionAttrs are the attributes that change with each fact, and those to remove. op
+// must be the fold of the facts as stored (see snapshotOf).
 func (s *Store) projectionAttrs(op operation.Operation) (set map[string]types.AttributeValue, remove []string, err error) {
 	rep, err := json.Marshal(op.Represent(""))
 	if err != nil {
@@ -101,6 +113,10 @@ func (s *Store) projectionAttrs(op operation.Operation) (set map[string]types.At
 		remove = append(remove, attrAttention, attrAttentionAt)
 	}
 	remove = append(remove, attrAttempts) // a new fact is progress: the reconciler's backoff starts over
+	if !withSnapshot(op, fixedAttrs(op), set) {
+		// Load would notice an older snapshot by its version; removing it saves its bytes.
+		remove = append(remove, attrSnap)
+	}
 	return set, remove, nil
 }
 

@@ -221,7 +221,14 @@ func (s *Store) admitItems(in admission.Intent, slots []*quotaSlot) ([]types.Tra
 	if err != nil {
 		return nil, err
 	}
-	folded, err := operation.Fold(id, []operation.Fact{first})
+	// The projection is the fold of the fact as it is stored and read back: the input as
+	// given may differ from the input as stored (spaces, escapes), and Load must give the
+	// stored one, as a fold of the facts does.
+	stored, err := decodeFact(fact)
+	if err != nil {
+		return nil, problem.Wrap(problem.Internal, err, "An internal error occurred.")
+	}
+	folded, err := operation.Fold(id, []operation.Fact{stored})
 	if err != nil {
 		return nil, problem.Wrap(problem.Internal, err, "An internal error occurred.")
 	}
@@ -313,8 +320,61 @@ func (s *Store) Facts(ctx context.Context, id string) ([]operation.Fact, error) 
 	return facts, nil
 }
 
-// Load folds an operation from its facts.
+// Load reads an operation with one strongly consistent GetItem of its projection, whose
+// snapshot is the fold of its facts at the projection's version (snapshot.go), and a second
+// of its accepted fact when the snapshot leaves the admission out: one or two items however
+// long the history. A projection without a snapshot of its version (written before
+// snapshots, or since by a writer of that age) is folded from all the facts, and the next
+// append writes the snapshot. An unknown id is not_found.
 func (s *Store) Load(ctx context.Context, id string) (operation.Operation, error) {
+	item, err := s.get(ctx, id, skMeta)
+	if err != nil {
+		return operation.Operation{}, err
+	}
+	if item == nil {
+		return operation.Operation{}, problem.New(problem.NotFound, "No such operation.")
+	}
+	op, admitted, ok := fromProjection(id, item)
+	if !ok {
+		return s.fold(ctx, id)
+	}
+	if admitted {
+		return op, nil
+	}
+	first, err := s.get(ctx, id, factSK(1))
+	if err == nil && first == nil {
+		err = problem.Wrap(problem.Internal, fmt.Errorf("%w: operation %s has a projection but no accepted fact", operation.ErrMalformedHistory, id), "An internal error occurred.")
+	}
+	if err != nil {
+		return operation.Operation{}, err
+	}
+	f, err := decodeFact(first)
+	if err == nil && (f.Kind != operation.KindAccepted || f.Admission == nil) {
+		err = fmt.Errorf("fact 1 of %s is %s, not an admission", id, f.Kind)
+	}
+	if err != nil {
+		return operation.Operation{}, problem.Wrap(problem.Internal, fmt.Errorf("%w: %w", operation.ErrMalformedHistory, err), "An internal error occurred.")
+	}
+	op.Admission, op.CreatedAt = *f.Admission, f.At
+	return op, nil
+}
+
+// get reads one item of operation id's partition, strongly consistently; nil when absent.
+func (s *Store) get(ctx context.Context, id, sk string) (map[string]types.AttributeValue, error) {
+	out, err := s.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      &s.Table,
+		ConsistentRead: aws.Bool(true),
+		Key:            map[string]types.AttributeValue{attrPK: str(operationPK(id)), attrSK: str(sk)},
+	})
+	if err != nil {
+		return nil, classify(err)
+	}
+	return out.Item, nil
+}
+
+// fold reads all of an operation's facts and folds them: Load for a projection without a
+// usable snapshot.
+func (s *Store) fold(ctx context.Context, id string) (operation.Operation, error) {
 	facts, err := s.Facts(ctx, id)
 	if err != nil {
 		return operation.Operation{}, err
@@ -329,8 +389,12 @@ func (s *Store) Load(ctx context.Context, id string) (operation.Operation, error
 // Append appends facts after op's observed version, conditionally: each fact's slot must be
 // free and the projection must still be at op.Version, so of two writers that observed the
 // same version exactly one wins (the other gets operation.ErrConflict). The projection is
-// written by the same fold. Facts get their versions here; an illegal fact is rejected
-// before any write.
+// written by the same fold, with its snapshot. Facts get their versions here; an illegal
+// fact is rejected before any write. op must be as Load (or a previous Append) returned it:
+// the snapshot is op with the new facts applied. (Unlike the accepted fact's input, nothing
+// a later fact brings changes on its way through its item: the snapshot keeps instants and
+// strings, and the result only through the representation, which compacts it as the item
+// does.)
 func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...operation.Fact) (operation.Operation, error) {
 	next := op
 	items := make([]types.TransactWriteItem, 0, len(facts)+1)
@@ -360,9 +424,36 @@ func (s *Store) Append(ctx context.Context, op operation.Operation, facts ...ope
 		return op, err
 	}
 	if reasons != nil {
-		return op, fmt.Errorf("append to %s at version %d: %w", op.ID, op.Version, operation.ErrConflict)
+		return op, s.appendRefused(ctx, op, len(facts), reasons)
 	}
 	return next, nil
+}
+
+// appendRefused says why DynamoDB refused an append: operation.ErrConflict when another
+// writer appended since op was read, operation.ErrMalformedHistory when a slot of the new
+// facts was taken by a fact the projection does not count. Load reads the projection, not
+// the facts, so a fact written around Append (a bug, a manual edit) is met here, at the
+// first append that reaches it; retrying could never get past it. A consistent read of the
+// projection's version tells them apart (only after a refusal, which is rare): a fact
+// appended by a writer moves the projection in the same transaction.
+func (s *Store) appendRefused(ctx context.Context, op operation.Operation, facts int, reasons []types.CancellationReason) error {
+	conflict := fmt.Errorf("append to %s at version %d: %w", op.ID, op.Version, operation.ErrConflict)
+	taken := false
+	for i := range facts {
+		taken = taken || reasonIs(reasons, i, "ConditionalCheckFailed")
+	}
+	if !taken {
+		return conflict
+	}
+	item, err := s.get(ctx, op.ID, skMeta)
+	if err != nil {
+		return conflict // a retry reads again and decides again
+	}
+	if v, ok := item[attrVersion].(*types.AttributeValueMemberN); !ok || v.Value != itoa(int64(op.Version)) {
+		return conflict
+	}
+	return problem.Wrap(problem.Internal, fmt.Errorf("%w: operation %s has a fact after version %d that its projection does not count",
+		operation.ErrMalformedHistory, op.ID, op.Version), "An internal error occurred.")
 }
 
 // release frees what an active operation holds, in the transaction of its terminal fact:

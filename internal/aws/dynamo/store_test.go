@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -221,20 +222,48 @@ func TestProjectionFollowsTheFold(t *testing.T) {
 }
 
 // A fact item that cannot be decoded is a malformed history (poison for the stream
-// consumers), not a transient failure to retry until the record expires.
+// consumers), not a transient failure to retry until the record expires: for Facts, and for
+// Load when it folds the facts (a projection without a snapshot) or reads the accepted fact.
 func TestUnreadableFactIsAMalformedHistory(t *testing.T) {
 	store, client, table := newStore(t)
 	ctx := context.Background()
 	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
-		"pk": &types.AttributeValueMemberS{Value: "OP#op_1"}, "sk": &types.AttributeValueMemberS{Value: "FACT#00000002"},
-		"kind": &types.AttributeValueMemberS{Value: "started"}, "fact": &types.AttributeValueMemberS{Value: "{not json"},
-	}}); err != nil {
+	poison := func(id, version string) {
+		t.Helper()
+		if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "OP#" + id}, "sk": &types.AttributeValueMemberS{Value: "FACT#" + version},
+			"kind": &types.AttributeValueMemberS{Value: "started"}, "fact": &types.AttributeValueMemberS{Value: "{not json"},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poison("op_1", "00000002")
+	if _, err := store.Facts(ctx, "op_1"); !errors.Is(err, operation.ErrMalformedHistory) {
+		t.Fatalf("facts: err = %v, want ErrMalformedHistory", err)
+	}
+	// The snapshot's Load does not read fact 2 (nor would it exist: the projection is at
+	// version 1); without the snapshot, Load folds every fact.
+	m := meta(t, client, table, "op_1")
+	delete(m, "snap")
+	if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: m}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Load(ctx, "op_1"); !errors.Is(err, operation.ErrMalformedHistory) {
-		t.Fatalf("err = %v, want ErrMalformedHistory", err)
+		t.Fatalf("load without a snapshot: err = %v, want ErrMalformedHistory", err)
+	}
+	// An input too large for the projection is read from the accepted fact.
+	large := intent("op_2", "k2", "demo:b")
+	large.First.Admission.Input = json.RawMessage(`"` + strings.Repeat("x", 3000) + `"`)
+	if _, err := store.Admit(ctx, large); err != nil {
+		t.Fatal(err)
+	}
+	if snap := meta(t, client, table, "op_2")["snap"].(*types.AttributeValueMemberM).Value; snap["a"] != nil {
+		t.Fatalf("the projection carries a 3 KB input: %v", snap)
+	}
+	poison("op_2", "00000001")
+	if _, err := store.Load(ctx, "op_2"); !errors.Is(err, operation.ErrMalformedHistory) {
+		t.Fatalf("load of an unreadable accepted fact: err = %v, want ErrMalformedHistory", err)
 	}
 }
