@@ -46,6 +46,7 @@ const (
 	snapExecution     = "x"  // S: Execution, when its name is not the operation's id or <id>-<k>
 	snapExecutionOwn  = "xe" // S: Execution with the operation's id left out of its name (elide)
 	snapLease         = "l"  // M: the lease (leaseRun, leaseUntil, leaseExecution)
+	snapWaiting       = "w"  // time since ObservedAt: WaitingUntil, when set
 	snapNoResult      = "r0" // BOOL: succeeded without a result (the representation shows {})
 	snapNoProblem     = "p0" // BOOL: failed or outcome_unknown without a problem (the representation shows a generic one)
 	snapAdmission     = "a"  // M: the admission and the creation time, when they fit
@@ -103,6 +104,9 @@ func snapshotOf(op operation.Operation, admitted bool) (v types.AttributeValue, 
 			lease[leaseExecution] = str(l.Execution)
 		}
 		m[snapLease] = &types.AttributeValueMemberM{Value: lease}
+	}
+	if !op.WaitingUntil.IsZero() {
+		m[snapWaiting] = sinceValue(op.WaitingUntil, op.ObservedAt)
 	}
 	switch {
 	case op.State == operation.Succeeded && len(op.Result) == 0:
@@ -217,6 +221,9 @@ func decodeSnapshot(id string, item, snap map[string]types.AttributeValue) (op o
 		if _, has := l[leaseExecution]; has {
 			op.Lease.Execution = r.str(l, leaseExecution)
 		}
+	}
+	if _, has := snap[snapWaiting]; has {
+		op.WaitingUntil = r.since(snap, snapWaiting, op.ObservedAt)
 	}
 	if r.err != nil {
 		return op, false, r.err

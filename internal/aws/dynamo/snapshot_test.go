@@ -132,6 +132,10 @@ func (h *history) fact(k operation.Kind) operation.Fact {
 		if r.IntN(4) == 0 {
 			f.Execution = h.execution() // a continuation names itself
 		}
+		if r.IntN(4) == 0 {
+			until := at.Add(time.Duration(r.IntN(86400)) * time.Second) // a hand-back to wait
+			f.Lease, f.WaitingUntil = nil, &until
+		}
 	case operation.KindCancelRequested:
 		f.Source, f.Actor, f.Reason = operation.SourceClient, "alice", pick(r, "", "no longer needed")
 	case operation.KindSucceeded:
@@ -142,7 +146,7 @@ func (h *history) fact(k operation.Kind) operation.Fact {
 	case operation.KindFailed, operation.KindOutcomeUnknown:
 		f.Problem, f.Progress, f.Reason = h.problem(), h.progress(), pick(r, "", "operator resolved")
 	}
-	if f.Source == operation.SourceExecutor && f.Lease == nil && r.IntN(2) == 0 {
+	if f.Source == operation.SourceExecutor && f.Lease == nil && f.WaitingUntil == nil && r.IntN(2) == 0 {
 		f.Lease = h.lease(at)
 	}
 	return f
@@ -179,6 +183,7 @@ func (h *history) appendOf(s operation.State) []operation.Fact {
 // them in, a snapshot's in UTC; the instants are what the store keeps.
 func normal(op operation.Operation) operation.Operation {
 	op.CreatedAt, op.UpdatedAt, op.ObservedAt, op.Deadline = op.CreatedAt.UTC(), op.UpdatedAt.UTC(), op.ObservedAt.UTC(), op.Deadline.UTC()
+	op.WaitingUntil = op.WaitingUntil.UTC()
 	if op.Lease != nil {
 		l := *op.Lease
 		l.Until = l.Until.UTC()
@@ -337,7 +342,7 @@ func TestSnapshotKnowsEveryFieldOfTheFold(t *testing.T) {
 		"Admission.Input", "Admission.QuotaReserved", "Admission.QuotaShard", "Admission.PrincipalQuotaReserved",
 		"Admission.PrincipalQuotaShard", "Admission.Deadline", "Admission.QuotaWeight", "Admission.CorrelationID",
 		"Admission.Traceparent", "State", "Version", "CreatedAt", "UpdatedAt", "ObservedAt", "CancelRequested", "Started",
-		"Progress", "Result", "Problem", "Execution", "Lease", "Leased"}
+		"Progress", "Result", "Problem", "Execution", "Lease", "Leased", "WaitingUntil"}
 	if !slices.Equal(names, known) {
 		t.Fatalf("the fold's fields are\n%v\nthe snapshot knows\n%v", names, known)
 	}
