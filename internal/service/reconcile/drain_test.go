@@ -418,3 +418,26 @@ func (l *recordedLetters) count() int {
 	defer l.mu.Unlock()
 	return len(l.got)
 }
+
+// A wait for a token that the invocation's end cuts short is no operation's failure either:
+// the run ends there, and what it did not dispatch stays due, its attempts untouched.
+func TestAWaitCutShortEndsTheRunWithoutFailingWork(t *testing.T) {
+	f := newFixture(t)
+	ids := f.acceptedMany(3)
+	f.clock.Advance(leases.Dispatch + time.Second)
+	f.pace(1, 45*time.Second, 1)
+	f.r.SleepUntil = func(context.Context, time.Time) error { return context.DeadlineExceeded }
+	sum := f.run()
+	if sum.Dispatched != 1 || sum.Deferred != 1 || sum.Examined != 2 || sum.Errors != 0 || sum.End != reconcile.EndBudget {
+		t.Fatalf("%+v; want one dispatched at once, the next deferred when its wait was cut short", sum)
+	}
+	due := f.due()
+	for _, id := range ids {
+		if f.load(id).State == operation.Dispatched {
+			continue
+		}
+		if item, ok := due[id]; !ok || item.Attempts != 0 {
+			t.Fatalf("%s: due %v %+v; want it due, attempts untouched", id, ok, item)
+		}
+	}
+}

@@ -158,7 +158,8 @@ type Summary struct {
 	Rescheduled int `json:"rescheduled"`
 	Errors      int `json:"errors"`
 	// Deferred counts operations left due, untouched, for the next run: a call they needed
-	// was throttled in this run, or its token would have come after the budget.
+	// was throttled in this run, or its token would have come after the budget (or after the
+	// invocation's end).
 	Deferred int `json:"deferred"`
 	// Pages counts the reads of the due index.
 	Pages int `json:"pages"`
@@ -177,7 +178,7 @@ type Summary struct {
 const (
 	// EndDrained: nothing more was due when the run began.
 	EndDrained = "drained"
-	// EndBudget: the budget ran out with operations still due.
+	// EndBudget: the budget ran out (or the invocation is ending) with operations still due.
 	EndBudget = "budget"
 	// EndThrottled: a call was throttled; the run finished its page without more such calls.
 	EndThrottled = "throttled"
@@ -281,7 +282,7 @@ func (x *run) end(read, fresh int) string {
 	return ""
 }
 
-// over reports whether the run's budget is spent.
+// over reports whether the run's budget is spent (or its invocation is ending).
 func (x *run) over() bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -389,7 +390,8 @@ func (x *run) throttledCalls() []string {
 
 // take waits for one token of lim, true once it is had. A token that would come after the
 // run's deadline is handed back and spends the budget (false): the call would start after
-// the time the run was given.
+// the time the run was given. So does a wait that ctx cuts short (the invocation is ending):
+// neither is the operation's failure.
 func (x *run) take(ctx context.Context, lim *rate.Limiter) (bool, error) {
 	if lim == nil {
 		return true, nil
@@ -400,19 +402,13 @@ func (x *run) take(ctx context.Context, lim *rate.Limiter) (bool, error) {
 		return false, fmt.Errorf("reconcile: a limiter of burst %d cannot give a token", lim.Burst())
 	}
 	at := now.Add(res.DelayFrom(now))
-	if !x.deadline.IsZero() && !at.Before(x.deadline) {
-		res.CancelAt(now)
+	late := !x.deadline.IsZero() && !at.Before(x.deadline)
+	if late || at.After(now) && x.sleepUntil(ctx, at) != nil {
+		res.CancelAt(x.Now())
 		x.mu.Lock()
 		x.spent = true
 		x.mu.Unlock()
 		return false, nil
-	}
-	if !at.After(now) {
-		return true, nil
-	}
-	if err := x.sleepUntil(ctx, at); err != nil {
-		res.CancelAt(x.Now())
-		return false, fmt.Errorf("reconcile: waiting for a token: %w", err)
 	}
 	return true, nil
 }
