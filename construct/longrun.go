@@ -299,9 +299,13 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		"LONGRUN_STATE_MACHINES": machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlqs["dispatcher"].QueueUrl(),
 	})
 	notifier := fn("notifier", map[string]*string{"LONGRUN_EVENT_BUS": lr.Bus.EventBusName()})
-	reconciler := fn("reconciler", map[string]*string{
+	reconcilerEnv := map[string]*string{
 		"LONGRUN_STATE_MACHINES": machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlqs["dispatcher"].QueueUrl(),
-	})
+	}
+	for k, v := range props.Reconcile.env() {
+		reconcilerEnv[k] = jsii.String(v)
+	}
+	reconciler := fn("reconciler", reconcilerEnv)
 
 	grantAdmission(lr.Table, api)
 	grantData(lr.Table, dispatcher, true)
@@ -324,7 +328,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 
 	awsevents.NewRule(c, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
 		RuleName: name("reconcile"),
-		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(sizing.ReconcilePeriod.Minutes()))),
 		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(reconciler, nil)},
 	})
 

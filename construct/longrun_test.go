@@ -467,6 +467,12 @@ func TestMistakesStopSynthesis(t *testing.T) {
 		{"a namespace of AWS's", func(a *app) *construct.Props {
 			return &construct.Props{Stage: "dev", CodeDir: codeDir(), MetricsNamespace: "AWS/Lambda"}
 		}, []string{`MetricsNamespace "AWS/Lambda"`}},
+		{"a reconcile budget as long as the schedule", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), Reconcile: construct.ReconcileOptions{Budget: time.Minute}}
+		}, []string{"Reconcile.Budget=1m0s: want less than the schedule's 1m0s"}},
+		{"a negative dispatch rate", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", CodeDir: codeDir(), Reconcile: construct.ReconcileOptions{DispatchRate: -1}}
+		}, []string{"Reconcile", "want non-negative rates"}},
 		{"an existing key with AWS owned encryption", func(a *app) *construct.Props {
 			key := awskms.Key_FromKeyArn(a.stack, jsii.String("Key"), jsii.String("arn:aws:kms:us-east-1:123456789012:key/k"))
 			return &construct.Props{Stage: "dev", CodeDir: codeDir(), TableEncryption: construct.TableEncryptionAWSOwned, TableKey: key}
@@ -570,5 +576,48 @@ func TestWorkerTimeouts(t *testing.T) {
 	}
 	if _, err := construct.WorkerTimeouts("testdata/invalid.types.yaml", false); err == nil || !strings.Contains(err.Error(), "stepTimeout") {
 		t.Errorf("an invalid file: %v", err)
+	}
+}
+
+// The reconciler's pacing reaches the reconciler, and only it, as the settings the function
+// reads; left alone, nothing is set and the function takes its defaults by region. The
+// schedule runs it every minute, the period its budget stays below.
+func TestReconcilePacing(t *testing.T) {
+	names := []string{"LONGRUN_DISPATCH_RATE", "LONGRUN_DESCRIBE_RATE", "LONGRUN_RECONCILE_BUDGET", "LONGRUN_RECONCILE_CONCURRENCY"}
+	a := newApp(t)
+	construct.New(a.stack, "Longrun", &construct.Props{
+		Stage: "dev", CodeDir: codeDir(),
+		Workers:   map[string]awslambda.IFunction{"export-orders": a.pythonWorker("ExportOrders", time.Minute)},
+		Reconcile: construct.ReconcileOptions{DispatchRate: 600, DescribeRate: 2.5, Budget: 50 * time.Second, Concurrency: 32},
+	})
+	tpl := a.template(t)
+	for _, f := range longrunFunctions {
+		_, props := tpl.function(t, "longrun-dev-"+f)
+		env := envOf(props)
+		want := map[string]any{}
+		if f == "reconciler" {
+			want = map[string]any{"LONGRUN_DISPATCH_RATE": "600", "LONGRUN_DESCRIBE_RATE": "2.5",
+				"LONGRUN_RECONCILE_BUDGET": "50s", "LONGRUN_RECONCILE_CONCURRENCY": "32"}
+		}
+		got := map[string]any{}
+		for _, k := range names {
+			if v, ok := env[k]; ok {
+				got[k] = v
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want %v", f, got, want)
+		}
+	}
+	team := team(t)
+	_, reconciler := team.function(t, "longrun-prod-reconciler")
+	for _, k := range names {
+		if v, ok := envOf(reconciler)[k]; ok {
+			t.Errorf("by default the reconciler has %s=%v", k, v)
+		}
+	}
+	_, rule := team.only(t, "AWS::Events::Rule")
+	if rule.Properties["ScheduleExpression"] != "rate(1 minute)" {
+		t.Errorf("schedule %v", rule.Properties["ScheduleExpression"])
 	}
 }

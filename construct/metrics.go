@@ -93,8 +93,9 @@ var (
 		httpapi.OutcomeQuotaExceeded, httpapi.OutcomeInvalid, httpapi.OutcomeUnavailable, httpapi.OutcomeInternal}
 	// operationOutcomes are the Outcome values of OperationLatency and StepsRun.
 	operationOutcomes = []string{"succeeded", "failed", "canceled", "outcome_unknown"}
-	// repairActions are the Action values of Repairs.
-	repairActions = []string{"dispatched", "recorded", "stopped", "rescheduled", "error"}
+	// repairActions are the Action values of Repairs: deferred is an operation a run left due
+	// because a call it needed was throttled or its budget ran out.
+	repairActions = []string{"dispatched", "recorded", "stopped", "continued", "rescheduled", "deferred", "error"}
 )
 
 // conflictSources are the functions and calls whose transactions DynamoDB may cancel for a

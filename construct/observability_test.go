@@ -174,7 +174,7 @@ func TestDashboardShowsTheMetricsAsEmitted(t *testing.T) {
 	want = append(want, "TransactionConflicts api Sum Call=admit", "TransactionConflicts recorder Sum Call=append",
 		"DeadLetters dispatcher Sum Source=dispatcher", "OutcomeUnknownWaiting reconciler Maximum",
 		"EventsPublished notifier Sum", "NotifyLag notifier p99")
-	for _, a := range []string{"dispatched", "recorded", "stopped", "rescheduled", "error"} {
+	for _, a := range []string{"dispatched", "recorded", "stopped", "continued", "rescheduled", "deferred", "error"} {
 		want = append(want, "Repairs reconciler Sum Action="+a)
 	}
 	for _, typ := range []string{"provision.environment", "notify.mail"} {

@@ -3,6 +3,7 @@ package construct
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 )
 
 // Props configure one longrun deployment. Stage, CodeDir and Workers are required; every
@@ -76,6 +79,9 @@ type Props struct {
 	IdempotencyWindow time.Duration
 	// ThrottleRate and ThrottleBurst limit the API stage (requests/s); 0 means 100 and 200.
 	ThrottleRate, ThrottleBurst float64
+	// Reconcile paces the reconciler's runs; the zero value takes the functions' defaults
+	// (docs/capacity.md, "Draining a backlog").
+	Reconcile ReconcileOptions
 	// APIGatewayCloudWatchRole makes the construct set the account's (and region's) API
 	// Gateway CloudWatch Logs role, which the API's access log needs; off, the account must
 	// have one already. It is the account's, so it is kept when the stack goes.
@@ -127,6 +133,57 @@ type AlarmOptions struct {
 	// DispatchLag: the p99 of accepted → dispatched per type (the dispatcher's) above which
 	// that type's DispatchLag alarm fires; 0: one minute.
 	DispatchLag time.Duration
+}
+
+// ReconcileOptions pace the reconciler, which dispatches the accepted operations the
+// dispatcher could not (a throttled StartExecution) and looks at the running ones. A zero field
+// takes the functions' default, which follows the region the function runs in.
+type ReconcileOptions struct {
+	// DispatchRate is the StartExecution calls per second a run makes at most
+	// (LONGRUN_DISPATCH_RATE); 0: half the region's StartExecution refill (150 in us-east-1,
+	// us-west-2 and eu-west-1, 75 elsewhere). Raise it with the account's quota; the dispatcher
+	// and the recorder's hand-backs draw on the same bucket.
+	DispatchRate float64
+	// DescribeRate is the DescribeExecution calls per second a run makes at most
+	// (LONGRUN_DESCRIBE_RATE); 0: half the region's refill (7.5 in the large regions, 5
+	// elsewhere).
+	DescribeRate float64
+	// Budget is how long a run goes on while operations are due (LONGRUN_RECONCILE_BUDGET),
+	// less than the schedule's minute; 0: 45 s.
+	Budget time.Duration
+	// Concurrency is how many operations a run works on at once
+	// (LONGRUN_RECONCILE_CONCURRENCY); 0: 16, enough for ~260 dispatches a second.
+	Concurrency int
+}
+
+// env is the reconciler's environment for o: only the fields set.
+func (o ReconcileOptions) env() map[string]string {
+	out := map[string]string{}
+	if o.DispatchRate > 0 {
+		out["LONGRUN_DISPATCH_RATE"] = strconv.FormatFloat(o.DispatchRate, 'f', -1, 64)
+	}
+	if o.DescribeRate > 0 {
+		out["LONGRUN_DESCRIBE_RATE"] = strconv.FormatFloat(o.DescribeRate, 'f', -1, 64)
+	}
+	if o.Budget > 0 {
+		out["LONGRUN_RECONCILE_BUDGET"] = o.Budget.String()
+	}
+	if o.Concurrency > 0 {
+		out["LONGRUN_RECONCILE_CONCURRENCY"] = strconv.Itoa(o.Concurrency)
+	}
+	return out
+}
+
+// check refuses what the reconciler would refuse at start, or a budget that outlasts the
+// schedule: with one instance reserved, the next run would wait for it.
+func (o ReconcileOptions) check() error {
+	if !(o.DispatchRate >= 0) || !(o.DescribeRate >= 0) || o.DispatchRate > 1e6 || o.DescribeRate > 1e6 || o.Concurrency < 0 {
+		return fmt.Errorf("Reconcile %+v: want non-negative rates and concurrency (0 for the defaults)", o)
+	}
+	if o.Budget < 0 || o.Budget >= sizing.ReconcilePeriod {
+		return fmt.Errorf("Reconcile.Budget=%s: want less than the schedule's %s (0 for 45s)", o.Budget, sizing.ReconcilePeriod)
+	}
+	return nil
 }
 
 // Alarm defaults (AlarmOptions).
@@ -227,6 +284,9 @@ func (p *Props) check() error {
 	}
 	if p.ThrottleRate < 0 || p.ThrottleBurst < 0 {
 		return fmt.Errorf("ThrottleRate=%v, ThrottleBurst=%v: want non-negative numbers (0 for 100 and 200)", p.ThrottleRate, p.ThrottleBurst)
+	}
+	if err := p.Reconcile.check(); err != nil {
+		return err
 	}
 	if a := p.Alarms; a.ServerErrorPercent < 0 || a.ServerErrorMinRequests < 0 || a.TransactionConflicts < 0 || a.DispatchLag < 0 {
 		return fmt.Errorf("Alarms %+v: want non-negative thresholds (0 for the defaults)", a)

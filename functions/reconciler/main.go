@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/time/rate"
 
 	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/service/reconcile"
@@ -14,16 +15,24 @@ import (
 func main() {
 	fn := config.MustFunction("longrun-reconciler", "LONGRUN_STATE_MACHINES", "LONGRUN_DEAD_LETTER_QUEUE_URL")
 	executor := fn.Executor()
+	pace := fn.Config.Reconcile
 	r := &reconcile.Reconciler{
-		Store:      fn.Store,
-		Executions: executor,
-		Dispatcher: fn.Dispatcher(executor),
-		Registry:   fn.Registry(),
-		Leases:     fn.Config.Leases,
-		Now:        time.Now,
-		Log:        fn.Log,
-		MaxPerRun:  100,
-		Metrics:    fn.Metrics,
+		Store:       fn.Store,
+		Executions:  executor,
+		Dispatcher:  fn.Dispatcher(executor),
+		Registry:    fn.Registry(),
+		Leases:      fn.Config.Leases,
+		Now:         time.Now,
+		Log:         fn.Log,
+		MaxPerRun:   100,
+		Budget:      pace.Budget,
+		Concurrency: pace.Concurrency,
+		// Made once, so a warm instance's next run starts from where the last left the
+		// buckets. A burst of one spreads the calls evenly: a run makes exactly rate ×
+		// budget of them (reconcile.Drain, the figures of docs/capacity.md).
+		Starts:  rate.NewLimiter(rate.Limit(pace.DispatchRate), 1),
+		Looks:   rate.NewLimiter(rate.Limit(pace.DescribeRate), 1),
+		Metrics: fn.Metrics,
 	}
 	fn.Start(func(ctx context.Context, _ events.EventBridgeEvent) (reconcile.Summary, error) { return r.Run(ctx) })
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// Tracing is LONGRUN_TRACING (off, otlp or file) with OTEL_EXPORTER_OTLP_ENDPOINT or
 	// LONGRUN_TRACE_FILE (internal/aws/tracing, docs/observability.md#tracing).
 	Tracing tracing.Config
+	// Reconcile paces the reconciler's runs (LONGRUN_DISPATCH_RATE, LONGRUN_DESCRIBE_RATE,
+	// LONGRUN_RECONCILE_BUDGET, LONGRUN_RECONCILE_CONCURRENCY; reconcile.go).
+	Reconcile Reconcile
 }
 
 // FromEnv reads Config, applying the contract's defaults.
@@ -116,6 +119,9 @@ func FromEnv() (Config, error) {
 		return c, fmt.Errorf("config: %w", err)
 	}
 	c.Tracing = tc
+	if c.Reconcile, err = reconcileFromEnv(); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 

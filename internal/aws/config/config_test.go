@@ -3,11 +3,14 @@ package config
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/tracing"
+	"github.com/longrun-dev/longrun/internal/service/reconcile"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -95,5 +98,88 @@ func TestAnswersAreNotHTMLEscaped(t *testing.T) {
 	out, err := h.Invoke(context.Background(), []byte(`{}`))
 	if err != nil || !strings.Contains(string(out), `"<&>"`) {
 		t.Fatalf("%s %v; want the answer unescaped", out, err)
+	}
+}
+
+// The reconciler's pacing defaults to a share of the region's Step Functions buckets (half
+// of each refill; the smaller buckets when the region is unknown); settings override it and a
+// bad one fails at start.
+func TestReconcileFromEnv(t *testing.T) {
+	t.Setenv("LONGRUN_TABLE", "t")
+	for region, want := range map[string]Reconcile{
+		"us-east-1":      {DispatchRate: 150, DescribeRate: 7.5, Budget: 45 * time.Second, Concurrency: 16},
+		"eu-west-1":      {DispatchRate: 150, DescribeRate: 7.5, Budget: 45 * time.Second, Concurrency: 16},
+		"ap-southeast-2": {DispatchRate: 75, DescribeRate: 5, Budget: 45 * time.Second, Concurrency: 16},
+		"":               {DispatchRate: 75, DescribeRate: 5, Budget: 45 * time.Second, Concurrency: 16},
+	} {
+		t.Setenv("AWS_REGION", region)
+		if c, err := FromEnv(); err != nil || c.Reconcile != want {
+			t.Errorf("%q: %+v %v, want %+v", region, c.Reconcile, err, want)
+		}
+	}
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("LONGRUN_DISPATCH_RATE", "600")
+	t.Setenv("LONGRUN_DESCRIBE_RATE", "2.5")
+	t.Setenv("LONGRUN_RECONCILE_BUDGET", "0")
+	t.Setenv("LONGRUN_RECONCILE_CONCURRENCY", "4")
+	want := Reconcile{DispatchRate: 600, DescribeRate: 2.5, Budget: 0, Concurrency: 4}
+	if c, err := FromEnv(); err != nil || c.Reconcile != want {
+		t.Fatalf("overrides: %+v %v, want %+v", c.Reconcile, err, want)
+	}
+	for k, v := range map[string]string{"LONGRUN_DISPATCH_RATE": "0", "LONGRUN_DESCRIBE_RATE": "-1",
+		"LONGRUN_RECONCILE_BUDGET": "2m", "LONGRUN_RECONCILE_CONCURRENCY": "0"} {
+		old := os.Getenv(k)
+		t.Setenv(k, v)
+		if _, err := FromEnv(); err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%s: %v; want it refused", k, v, err)
+		}
+		t.Setenv(k, old)
+	}
+	t.Setenv("LONGRUN_DISPATCH_RATE", "NaN")
+	if _, err := FromEnv(); err == nil {
+		t.Error("LONGRUN_DISPATCH_RATE=NaN accepted")
+	}
+}
+
+// roundTrip is what one dispatch is assumed to take end to end (a consistent read,
+// StartExecution, a transactional append), for the concurrency's bound on the rate. An
+// assumption, not a measurement: docs/capacity.md says so.
+const roundTrip = 60 * time.Millisecond
+
+// drain is reconcile.Drain for pace with the function's page and the construct's schedule.
+func drain(pace Reconcile) reconcile.Drain {
+	return reconcile.Drain{Rate: pace.DispatchRate, Budget: pace.Budget, Page: 100, Period: sizing.ReconcilePeriod,
+		Concurrency: pace.Concurrency, RoundTrip: roundTrip}
+}
+
+// The figures docs/capacity.md quotes for draining a backlog ("Draining a backlog"): with the
+// defaults, and before them (one page of 100 a run, one operation at a time, unpaced), for
+// the issue's 60,000 accepted operations.
+func TestDrainFigures(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		d         reconcile.Drain
+		perSecond float64
+		perRun    int
+		perMinute float64
+		time      time.Duration
+	}{
+		{"before: one page a run", drain(Reconcile{Budget: 0, Concurrency: 1}), 1 / roundTrip.Seconds(), 100, 100, 599*time.Minute + 6*time.Second},
+		{"us-east-1", drain(DefaultReconcile("us-east-1")), 150, 6750, 6750, 8*time.Minute + 40*time.Second},
+		{"other regions", drain(DefaultReconcile("ap-southeast-2")), 75, 3375, 3375, 17*time.Minute + 35*time.Second},
+		// A quota raised to 1,000/s and all of it given to the reconciler: the concurrency
+		// binds, 16 ÷ 60 ms.
+		{"concurrency bound", drain(Reconcile{DispatchRate: 1000, Budget: 45 * time.Second, Concurrency: 16}), 16 / roundTrip.Seconds(), 12000, 12000, 4*time.Minute + 45*time.Second},
+	} {
+		d := tc.d
+		if ps := d.PerSecond(); ps < tc.perSecond-1e-9 || ps > tc.perSecond+1e-9 {
+			t.Errorf("%s: %v a second, want %v", tc.name, ps, tc.perSecond)
+		}
+		if d.PerRun() != tc.perRun || d.PerMinute() != tc.perMinute {
+			t.Errorf("%s: %d a run, %v a minute; want %d, %v", tc.name, d.PerRun(), d.PerMinute(), tc.perRun, tc.perMinute)
+		}
+		if got := d.Time(60000); got != tc.time {
+			t.Errorf("%s: 60,000 drain in %s, want %s", tc.name, got, tc.time)
+		}
 	}
 }

@@ -30,7 +30,13 @@ type Mapping struct {
 	StartingPosition string
 }
 
-// Dispatcher is the outbox consumer: newly accepted operations only.
+// Dispatcher is the outbox consumer: newly accepted operations only. A record whose
+// StartExecution stays throttled is retried MaxRetries times, and then the batch's
+// description goes to the dead-letter queue; the operation is lost to no one, since it is due
+// for the reconciler at its dispatch lease whatever the stream does (docs/capacity.md,
+// "Draining a backlog"). So the retries only decide how much of a short burst the stream
+// clears itself and how long a failing batch holds its shard, and 5 keeps both modest.
+// Bisection isolates a record that crashes the function; a throttle is reported per record.
 func Dispatcher() Mapping {
 	return Mapping{
 		Function:                "dispatcher",

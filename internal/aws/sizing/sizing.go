@@ -44,6 +44,11 @@ func Functions() map[string]Function {
 	}
 }
 
+// ReconcilePeriod is how often the construct's schedule runs the reconciler. A run's budget
+// (LONGRUN_RECONCILE_BUDGET) stays below it: the reconciler reserves one instance, so a run
+// still going when the next is due would make that one wait.
+const ReconcilePeriod = time.Minute
+
 // CollectorMemoryMB is the least memory of a function that hosts the OpenTelemetry collector
 // extension (tracing on): the extension runs in the function's sandbox and shares its memory
 // and CPU share, and the collector alone wants tens of megabytes. Only the recorder is

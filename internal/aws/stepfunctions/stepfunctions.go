@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -54,13 +55,13 @@ func (e *Executor) Start(ctx context.Context, workflow, name string, input []byt
 	case errors.As(err, &exists):
 		ref := ExecutionARN(machine, name)
 		if _, err := e.Client.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(ref)}); err != nil {
-			return "", fmt.Errorf("describe existing execution: %w", err)
+			return "", callError("describe existing execution", err)
 		}
 		return ref, dispatch.ErrAlreadyStarted
 	case permanent(err):
 		return "", fmt.Errorf("%w: start execution: %v", dispatch.ErrPermanent, err)
 	case err != nil:
-		return "", fmt.Errorf("start execution: %w", err)
+		return "", callError("start execution", err)
 	}
 	return aws.ToString(out.ExecutionArn), nil
 }
@@ -70,9 +71,27 @@ func (e *Executor) Stop(ctx context.Context, ref, cause string) error {
 	_, err := e.Client.StopExecution(ctx, &sfn.StopExecutionInput{ExecutionArn: aws.String(ref), Cause: aws.String(cause)})
 	var missing *types.ExecutionDoesNotExist
 	if err != nil && !errors.As(err, &missing) {
-		return fmt.Errorf("stop execution: %w", err)
+		return callError("stop execution", err)
 	}
 	return nil
+}
+
+// callError is the error of a failed call, marked dispatch.ErrThrottled when Step Functions
+// refused it for its rate, so that the services can tell "later" from "broken" without
+// knowing the SDK's error types.
+func callError(call string, err error) error {
+	if throttled(err) {
+		return fmt.Errorf("%w: %s: %w", dispatch.ErrThrottled, call, err)
+	}
+	return fmt.Errorf("%s: %w", call, err)
+}
+
+// throttled reports whether err is a refusal for rate: ThrottlingException, which Step
+// Functions answers when an API action's token bucket is empty, or any other code the SDK's
+// retryer treats as throttling. The SDK has retried it by then (its error wraps the last
+// attempt's), so it is worth no more tries now.
+func throttled(err error) bool {
+	return retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary
 }
 
 // ExecutionARN derives an execution's ARN from its state machine's and its name.
@@ -110,7 +129,7 @@ func (e *Executor) DescribeRef(ctx context.Context, ref string) (reconcile.Execu
 	case errors.As(err, &missing):
 		return reconcile.Execution{Ref: ref, Status: reconcile.Missing}, nil
 	case err != nil:
-		return reconcile.Execution{}, fmt.Errorf("describe execution: %w", err)
+		return reconcile.Execution{}, callError("describe execution", err)
 	}
 	status := reconcile.Status(out.Status)
 	if out.Status == types.ExecutionStatusPendingRedrive {

@@ -36,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sivchari/kumo"
 
+	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
@@ -562,6 +563,10 @@ func (s *Stack) functionEnv(opts Options) []string {
 		// recorder stops starting steps well before; on AWS only its invocation bounds it.
 		"LONGRUN_RECORDER_RUN_BUDGET=15s",
 	}
+	// A reconciler run ends before the next is due, as on AWS (its budget is three quarters
+	// of the schedule's minute there): the local schedule is shorter, and a longer one still
+	// gets no more than AWS's budget, well within the local reconciler's timeout.
+	env = append(env, "LONGRUN_RECONCILE_BUDGET="+min(opts.ReconcileEvery*3/4, config.DefaultReconcileBudget).String())
 	if l := opts.Leases; l != nil {
 		env = append(env, "LONGRUN_LEASE_DISPATCH="+l.Dispatch.String(), "LONGRUN_LEASE_CHECK="+l.Check.String(),
 			"LONGRUN_LEASE_CANCEL="+l.Cancel.String(), "LONGRUN_LEASE_DEADLINE="+l.Deadline.String())

@@ -42,6 +42,11 @@ var (
 	// ErrPermanent marks an executor failure that retrying cannot fix (a missing workflow,
 	// rejected input); the record goes to the dead-letter queue instead of blocking the shard.
 	ErrPermanent = errors.New("permanent executor failure")
+	// ErrThrottled marks an executor call refused for the executor's rate (Step Functions'
+	// token buckets, still refused after the client's own retries). Nothing is wrong with the
+	// operation and the same call succeeds later: the stream retries the record, and the
+	// reconciler makes no more such calls in its run and leaves the operation due for the next.
+	ErrThrottled = errors.New("executor throttled")
 )
 
 // DeadLetter is what the dead-letter queue receives for a record that cannot be processed.
@@ -274,6 +279,11 @@ func (d *Dispatcher) handle(ctx context.Context, id, sequence string) bool {
 		}
 		d.metric("DeadLetters", "Count", 1, "Source", "dispatcher")
 		return true
+	case errors.Is(err, ErrThrottled):
+		// Not poison: the operation stays accepted and due. If the mapping's retries run out
+		// first, the reconciler dispatches it (docs/capacity.md, "Draining a backlog").
+		log.WarnContext(ctx, "dispatch throttled; the record will be retried", "error", err.Error())
+		return false
 	default:
 		log.WarnContext(ctx, "dispatch failed; the record will be retried", "error", err.Error())
 		return false

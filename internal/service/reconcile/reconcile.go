@@ -4,19 +4,31 @@
 // execution ever); an execution that ended without an outcome fact gets the outcome it
 // reported, or outcome_unknown when an effect may have happened; a cancelling or overdue
 // execution is stopped. Work per run is bounded and each operation backs off.
+//
+// A run reads the due operations a page at a time until its time budget is spent or nothing
+// more is due, and paces the Step Functions calls it makes with token buckets of its own, so
+// that a backlog of accepted operations (left by a throttled dispatcher) drains at a share of
+// StartExecution's refill rather than a page a minute. A throttled call is no one's fault: the
+// run makes no more calls of that kind and leaves the operation due for the next run.
 package reconcile
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
 	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/service/dispatch"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
@@ -77,7 +89,8 @@ type Metrics interface {
 	Add(name, unit string, value float64, dims ...string)
 }
 
-// Reconciler is one scheduled run's worth of repair.
+// Reconciler is one scheduled run's worth of repair. The zero values of the pacing fields
+// (Budget, Concurrency, Starts, Looks) give a run of one page, one operation at a time, unpaced.
 type Reconciler struct {
 	Store      Store
 	Executions Executions
@@ -86,7 +99,28 @@ type Reconciler struct {
 	Leases     operation.Leases
 	Now        func() time.Time
 	Log        *slog.Logger
-	MaxPerRun  int
+	// MaxPerRun is how many due operations one read of the due index returns (a page).
+	// Without a Budget a run reads one page, so it is all the run looks at.
+	MaxPerRun int
+	// Budget is how long a run goes on reading pages while operations are due. It must be
+	// less than the schedule's period (so runs do not queue behind each other: the function
+	// reserves one instance) and the function's timeout. 0 reads one page.
+	Budget time.Duration
+	// Concurrency is how many of a page's operations are reconciled at once: one dispatch is
+	// three calls end to end (read, StartExecution, append), so one at a time cannot reach
+	// the Starts rate. 0 or 1: one at a time.
+	Concurrency int
+	// Starts paces the executions a run starts (dispatches, and the continuations it starts),
+	// one token each: StartExecution's bucket is the account's, shared with the dispatcher and
+	// the recorder's hand-backs, so the reconciler takes a share of its refill. nil: unpaced.
+	Starts *rate.Limiter
+	// Looks paces the looks at executions (DescribeExecution), one token each: a different
+	// bucket from StartExecution's and a far smaller one (refill 15/s in the largest regions),
+	// shared with the recorder's checks. nil: unpaced.
+	Looks *rate.Limiter
+	// SleepUntil waits until Now reads t, or ctx ends; nil waits on a timer. Tests give one
+	// that moves their clock, so pacing costs them no time.
+	SleepUntil func(ctx context.Context, t time.Time) error
 	// Metrics hears of every repair by action; nil counts nothing.
 	Metrics Metrics
 }
@@ -124,50 +158,97 @@ type Summary struct {
 	Continued   int `json:"continued"`
 	Rescheduled int `json:"rescheduled"`
 	Errors      int `json:"errors"`
+	// Deferred counts operations left due, untouched, for the next run: a call they needed
+	// was throttled in this run, or its token would have come after the budget (or after the
+	// invocation's end).
+	Deferred int `json:"deferred"`
+	// Pages counts the reads of the due index.
+	Pages int `json:"pages"`
+	// Throttled names the Step Functions calls that were throttled in this run
+	// (StartExecution, DescribeExecution, StopExecution); after the first of a kind the run
+	// made no more of that kind.
+	Throttled []string `json:"throttled,omitempty"`
+	// End says why the run ended: EndDrained, EndBudget, EndThrottled, EndPage or EndError.
+	End string `json:"end"`
 	// OutcomeUnknown is how many operations wait for an operator, all tenants together:
 	// the run's log line carries it for the alarm on their number.
 	OutcomeUnknown int `json:"outcomeUnknown"`
 }
 
+// Why a run ended (Summary.End).
+const (
+	// EndDrained: nothing more was due when the run began.
+	EndDrained = "drained"
+	// EndBudget: the budget ran out (or the invocation is ending) with operations still due.
+	EndBudget = "budget"
+	// EndThrottled: a call was throttled; the run finished its page without more such calls.
+	EndThrottled = "throttled"
+	// EndPage: a run without a budget read its one page, and that page was full.
+	EndPage = "page"
+	// EndError: a later page could not be read.
+	EndError = "error"
+)
+
+// The Step Functions calls a run makes, as Summary.Throttled names them.
+const (
+	callStart    = "StartExecution"
+	callDescribe = "DescribeExecution"
+	callStop     = "StopExecution"
+)
+
 // maxBackoff caps how far a look is pushed out.
 const maxBackoff = time.Hour
 
-// Run reconciles up to MaxPerRun due operations.
+// run is one Run's state, shared by the goroutines that work on a page.
+type run struct {
+	*Reconciler
+	deadline time.Time // zero without a budget
+
+	mu        sync.Mutex
+	sum       Summary
+	spent     bool            // a token would have come after the deadline
+	throttled map[string]bool // calls throttled in this run
+	seen      map[string]bool // operations this run took from the index
+}
+
+// Run reconciles the due operations: one page of up to MaxPerRun without a Budget; with
+// one, page after page until the budget is spent, a call is throttled or nothing more is due.
+// Every page is read as of the run's start, so an operation the run rescheduled (even to
+// "soon") is not read again in it, and each page holds only work that was due when it began.
 func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
-	var sum Summary
-	due, err := r.Store.Due(ctx, r.Now(), r.MaxPerRun)
-	if err != nil {
-		return sum, err
+	start := r.Now()
+	x := &run{Reconciler: r, throttled: map[string]bool{}, seen: map[string]bool{}}
+	if r.Budget > 0 {
+		x.deadline = start.Add(r.Budget)
 	}
-	for _, item := range due {
-		sum.Examined++
-		ctx := logctx.With(ctx, logctx.Fields{OperationID: item.ID}) // reconcile adds the correlation id
-		res, err := r.reconcile(ctx, item)
+	for {
+		due, err := r.Store.Due(ctx, start, r.MaxPerRun)
 		if err != nil {
-			sum.Errors++
-			r.count("Repairs", 1, "Action", "error")
-			r.Log.WarnContext(ctx, "reconcile", "operation_id", item.ID, "error", err.Error())
-			// Back off even after an error, so one broken operation cannot eat every run.
-			_ = r.Store.Reschedule(ctx, item.ID, item.Version, r.Now().Add(backoff(r.Leases.Check, item.Attempts)), item.Attempts+1)
-			continue
+			if x.sum.Pages == 0 {
+				return x.sum, err
+			}
+			// What the run did stands; the next run reads the index again.
+			x.sum.Errors++
+			x.sum.End = EndError
+			r.Log.WarnContext(ctx, "due index", "error", err.Error())
+			break
 		}
-		switch res.action {
-		case "dispatched":
-			sum.Dispatched++
-		case "recorded":
-			sum.Recorded++
-		case "stopped":
-			sum.Stopped++
-		case "continued":
-			sum.Continued++
-		case "rescheduled":
-			sum.Rescheduled++
+		x.sum.Pages++
+		var fresh []DueItem
+		for _, item := range due {
+			if !x.seen[item.ID] {
+				x.seen[item.ID] = true
+				fresh = append(fresh, item)
+			}
 		}
-		if res.action != "none" {
-			r.count("Repairs", 1, "Action", res.action)
+		x.page(ctx, fresh)
+		if x.sum.End = x.end(len(due), len(fresh)); x.sum.End != "" {
+			break
 		}
-		r.Log.InfoContext(ctx, "reconciled", "operation_id", item.ID, "action", res.action, "outcome", string(res.kind), "state", string(res.state))
 	}
+	x.sum.Throttled = x.throttledCalls()
+	sum := x.sum
+	var err error
 	if sum.OutcomeUnknown, err = r.Store.CountUnknownOutcomes(ctx); err != nil {
 		r.Log.WarnContext(ctx, "count of unknown outcomes", "error", err.Error())
 		sum.OutcomeUnknown = -1
@@ -175,8 +256,176 @@ func (r *Reconciler) Run(ctx context.Context) (Summary, error) {
 		r.count("OutcomeUnknownWaiting", float64(sum.OutcomeUnknown))
 	}
 	r.Log.InfoContext(ctx, "run", "examined", sum.Examined, "dispatched", sum.Dispatched, "recorded", sum.Recorded,
-		"stopped", sum.Stopped, "continued", sum.Continued, "rescheduled", sum.Rescheduled, "errors", sum.Errors, "outcome_unknown", sum.OutcomeUnknown)
+		"stopped", sum.Stopped, "continued", sum.Continued, "rescheduled", sum.Rescheduled, "errors", sum.Errors,
+		"deferred", sum.Deferred, "pages", sum.Pages, "throttled", sum.Throttled, "end", sum.End,
+		"outcome_unknown", sum.OutcomeUnknown)
 	return sum, nil
+}
+
+// end says whether the run ends after a page of read due operations, fresh of them new to
+// it, and why; "" goes on to the next page.
+func (x *run) end(read, fresh int) string {
+	switch {
+	case len(x.throttled) > 0:
+		// Reading on would find mostly the same kind of work (the index is oldest first, and
+		// a backlog is accepted operations): only to leave it due again.
+		return EndThrottled
+	case x.over():
+		return EndBudget
+	case read < x.MaxPerRun || fresh == 0:
+		// A short page is the last (Store.Due fills its limit while any shard has more); a
+		// page of operations already looked at means the index has not caught up with this
+		// run's own writes yet, and the next run will see them.
+		return EndDrained
+	case x.Budget <= 0:
+		return EndPage
+	}
+	return ""
+}
+
+// over reports whether the run's budget is spent (or its invocation is ending).
+func (x *run) over() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.spent || !x.deadline.IsZero() && !x.Now().Before(x.deadline)
+}
+
+// page reconciles items, Concurrency at a time, and stops starting new ones once the budget
+// is spent: those not begun are left due, unexamined.
+func (x *run) page(ctx context.Context, items []DueItem) {
+	slots := make(chan struct{}, max(1, x.Concurrency))
+	var wg sync.WaitGroup
+	for _, item := range items {
+		slots <- struct{}{}
+		if x.over() {
+			<-slots
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			x.one(ctx, item)
+		})
+	}
+	wg.Wait()
+}
+
+// one reconciles one due operation and counts what it did.
+func (x *run) one(ctx context.Context, item DueItem) {
+	ctx = logctx.With(ctx, logctx.Fields{OperationID: item.ID}) // reconcile adds the correlation id
+	res, err := x.reconcile(ctx, item)
+	x.mu.Lock()
+	x.sum.Examined++
+	switch {
+	case err != nil:
+		x.sum.Errors++
+	case res.action == "dispatched":
+		x.sum.Dispatched++
+	case res.action == "recorded":
+		x.sum.Recorded++
+	case res.action == "stopped":
+		x.sum.Stopped++
+	case res.action == "continued":
+		x.sum.Continued++
+	case res.action == "rescheduled":
+		x.sum.Rescheduled++
+	case res.action == actionDeferred:
+		x.sum.Deferred++
+	}
+	x.mu.Unlock()
+	if err != nil {
+		x.count("Repairs", 1, "Action", "error")
+		x.Log.WarnContext(ctx, "reconcile", "operation_id", item.ID, "error", err.Error())
+		// Back off even after an error, so one broken operation cannot eat every run.
+		_ = x.Store.Reschedule(ctx, item.ID, item.Version, x.Now().Add(backoff(x.Leases.Check, item.Attempts)), item.Attempts+1)
+		return
+	}
+	if res.action != "none" {
+		x.count("Repairs", 1, "Action", res.action)
+	}
+	x.Log.InfoContext(ctx, "reconciled", "operation_id", item.ID, "action", res.action, "outcome", string(res.kind), "state", string(res.state))
+}
+
+// actionDeferred is the action of an operation left due for the next run: untouched, its due
+// time and attempts as they were, so it stays at the head of the index (oldest first) and
+// throttling never counts against it the way a failure does.
+const actionDeferred = "deferred"
+
+// call makes one Step Functions call of kind name for the run: not at all (ok false) when
+// calls of that kind were throttled earlier in the run or its token would come after the
+// budget; otherwise after a token of lim (nil: at once). A throttled call marks the kind
+// throttled for the rest of the run and comes back with ok false and no error: the
+// operation is deferred, not failed.
+func (x *run) call(ctx context.Context, name string, lim *rate.Limiter, f func() error) (ok bool, err error) {
+	if x.isThrottled(name) {
+		return false, nil
+	}
+	if ok, err := x.take(ctx, lim); !ok || err != nil {
+		return false, err
+	}
+	if err := f(); errors.Is(err, dispatch.ErrThrottled) {
+		x.mu.Lock()
+		x.throttled[name] = true
+		x.mu.Unlock()
+		x.Log.WarnContext(ctx, "throttled; no more of these calls in this run", "call", name, "error", err.Error())
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (x *run) isThrottled(name string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.throttled[name]
+}
+
+func (x *run) throttledCalls() []string {
+	var out []string
+	for name := range x.throttled {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// take waits for one token of lim, true once it is had. A token that would come after the
+// run's deadline is handed back and spends the budget (false): the call would start after
+// the time the run was given. So does a wait that ctx cuts short (the invocation is ending):
+// neither is the operation's failure.
+func (x *run) take(ctx context.Context, lim *rate.Limiter) (bool, error) {
+	if lim == nil {
+		return true, nil
+	}
+	now := x.Now()
+	res := lim.ReserveN(now, 1)
+	if !res.OK() {
+		return false, fmt.Errorf("reconcile: a limiter of burst %d cannot give a token", lim.Burst())
+	}
+	at := now.Add(res.DelayFrom(now))
+	late := !x.deadline.IsZero() && !at.Before(x.deadline)
+	if late || at.After(now) && x.sleepUntil(ctx, at) != nil {
+		res.CancelAt(x.Now())
+		x.mu.Lock()
+		x.spent = true
+		x.mu.Unlock()
+		return false, nil
+	}
+	return true, nil
+}
+
+func (x *run) sleepUntil(ctx context.Context, t time.Time) error {
+	if x.SleepUntil != nil {
+		return x.SleepUntil(ctx, t)
+	}
+	timer := time.NewTimer(t.Sub(x.Now()))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
 // result is what reconciling one operation did: the action, and for a recorded fact its
@@ -187,7 +436,7 @@ type result struct {
 	state  operation.State
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error) {
+func (r *run) reconcile(ctx context.Context, item DueItem) (result, error) {
 	op, err := r.Store.Load(ctx, item.ID)
 	if err != nil {
 		return result{}, err
@@ -198,8 +447,9 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 	}
 	switch op.State {
 	case operation.Accepted:
-		if err := r.Dispatcher.Dispatch(ctx, op.ID); err != nil {
-			return result{}, err
+		ok, err := r.call(ctx, callStart, r.Starts, func() error { return r.Dispatcher.Dispatch(ctx, op.ID) })
+		if err != nil || !ok {
+			return result{action: actionDeferred}, err
 		}
 		return result{action: "dispatched"}, nil
 	case operation.Dispatched, operation.Running, operation.Cancelling:
@@ -213,13 +463,16 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 	}
 	// The operation's latest execution: the dispatcher's, or the one a Run continued it in.
 	var ex Execution
-	if op.Execution != "" {
-		ex, err = r.Executions.DescribeRef(ctx, op.Execution)
-	} else {
-		ex, err = r.Executions.Describe(ctx, typ.Worker, op.ID)
-	}
-	if err != nil {
-		return result{}, err
+	looked, err := r.call(ctx, callDescribe, r.Looks, func() (err error) {
+		if op.Execution != "" {
+			ex, err = r.Executions.DescribeRef(ctx, op.Execution)
+		} else {
+			ex, err = r.Executions.Describe(ctx, typ.Worker, op.ID)
+		}
+		return err
+	})
+	if err != nil || !looked {
+		return result{action: actionDeferred}, err
 	}
 	switch ex.Status {
 	case Running:
@@ -240,8 +493,12 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 		default:
 			return later(r.Leases.Check)
 		}
-		if err := r.Executions.Stop(ctx, ex.Ref, cause); err != nil {
-			return result{}, err
+		// StopExecution has a bucket of its own that refills faster than DescribeExecution's
+		// (200/s against 15/s in the large regions), and a run stops only what it looked at:
+		// the looks pace the stops.
+		ok, err := r.call(ctx, callStop, nil, func() error { return r.Executions.Stop(ctx, ex.Ref, cause) })
+		if err != nil || !ok {
+			return result{action: actionDeferred}, err
 		}
 		res, err := r.record(ctx, op, r.stopped(op))
 		res.action = "stopped"
@@ -278,16 +535,22 @@ func (r *Reconciler) reconcile(ctx context.Context, item DueItem) (result, error
 // One of that name may be there already and have ended before it named itself (its Run
 // throttled in its turn): the work then goes on from where that one ended, along the chain,
 // so that every look moves the work forward.
-func (r *Reconciler) carryOn(ctx context.Context, op operation.Operation, workflow string, next recorder.Input, resume bool) (result, error) {
+func (r *run) carryOn(ctx context.Context, op operation.Operation, workflow string, next recorder.Input, resume bool) (result, error) {
 	for hops := 0; ; hops++ {
 		input, err := json.Marshal(next)
 		if err != nil {
 			return result{}, err
 		}
 		name := fmt.Sprintf("%s-%d", op.ID, next.Continuation)
-		ex, started, err := r.Executions.Continue(ctx, workflow, resume, name, input)
-		if err != nil {
-			return result{}, err
+		var ex Execution
+		var started bool
+		ok, err := r.call(ctx, callStart, r.Starts, func() error {
+			var err error
+			ex, started, err = r.Executions.Continue(ctx, workflow, resume, name, input)
+			return err
+		})
+		if err != nil || !ok {
+			return result{action: actionDeferred}, err
 		}
 		if started || ex.Status == Running || hops == maxHops {
 			r.Log.InfoContext(ctx, "carried on", "operation_id", op.ID, "execution", name, "started", started)
