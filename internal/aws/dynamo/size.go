@@ -26,7 +26,7 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberS:
 		return len(v.Value)
 	case *types.AttributeValueMemberN:
-		return numberSize(v.Value)
+		return NumberSize(v.Value)
 	case *types.AttributeValueMemberB:
 		return len(v.Value)
 	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
@@ -52,7 +52,7 @@ func valueSize(v types.AttributeValue) int {
 	case *types.AttributeValueMemberNS:
 		n := 0
 		for _, s := range v.Value {
-			n += numberSize(s)
+			n += NumberSize(s)
 		}
 		return n
 	case *types.AttributeValueMemberBS:
@@ -65,9 +65,11 @@ func valueSize(v types.AttributeValue) int {
 	return 0
 }
 
-// numberSize is the documented approximation: significant digits (leading and trailing
-// zeros aside) halved and rounded up, plus one byte.
-func numberSize(n string) int {
+// NumberSize is a number's size by the documented approximation: its significant digits
+// (leading and trailing zeros trimmed, sign, point and exponent aside) halved and rounded
+// up, plus one byte. Zero is one byte. The cost model's calculator (internal/local/ddbmeter)
+// uses this one too.
+func NumberSize(n string) int {
 	mantissa, _, _ := strings.Cut(strings.ToLower(n), "e")
 	digits := strings.Map(func(r rune) rune {
 		if r >= '0' && r <= '9' {
@@ -79,6 +81,6 @@ func numberSize(n string) int {
 	return (len(digits)+1)/2 + 1
 }
 
-// writeUnits is the write units of an item of size bytes: one per started kilobyte, at
-// least one.
-func writeUnits(size int) int { return max(1, (size+1023)/1024) }
+// WriteUnits is the write units of an item of size bytes: one per started kilobyte, at
+// least one (an absent or empty item costs one).
+func WriteUnits(size int) int { return max(1, (size+1023)/1024) }

@@ -171,7 +171,7 @@ func withSnapshot(op operation.Operation, fixed, set map[string]types.AttributeV
 	full, _ := snapshotOf(op, true)
 	const attempts = len(attrAttempts) + 3 // a count below 10,000
 	rest := itemSize(fixed) + itemSize(set) + len(attrSnap) + attempts
-	if writeUnits(rest+valueSize(full)) == writeUnits(rest+valueSize(lean)) {
+	if WriteUnits(rest+valueSize(full)) == WriteUnits(rest+valueSize(lean)) {
 		set[attrSnap] = full
 	} else {
 		set[attrSnap] = lean

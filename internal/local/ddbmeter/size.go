@@ -8,7 +8,9 @@
 // The rules and their sources are in docs/cost.md.
 package ddbmeter
 
-import "strings"
+import (
+	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+)
 
 // Value is one attribute value as DynamoDB's JSON protocol carries it: exactly one field is
 // set. Binary values arrive in base64 and decode to their raw bytes, which is what DynamoDB
@@ -88,24 +90,13 @@ func ValueSize(v Value) int {
 	return 0
 }
 
-// NumberSize is a number's size by the documented approximation: its significant digits
-// (leading and trailing zeros trimmed, sign, point and exponent aside) halved and rounded
-// up, plus one byte. Zero is one byte.
-func NumberSize(n string) int {
-	mantissa, _, _ := strings.Cut(strings.ToLower(n), "e")
-	digits := strings.Map(func(r rune) rune {
-		if r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, mantissa)
-	digits = strings.Trim(digits, "0")
-	return (len(digits)+1)/2 + 1
-}
+// NumberSize is a number's size by the documented approximation (dynamo.NumberSize: the
+// store decides by the same rule what its projection can carry).
+func NumberSize(n string) int { return dynamo.NumberSize(n) }
 
 // WriteUnits is the write request units of writing an item of size bytes: one per started
 // KB, at least one (an absent or empty item costs one).
-func WriteUnits(size int) int { return max(1, (size+1023)/1024) }
+func WriteUnits(size int) int { return dynamo.WriteUnits(size) }
 
 // ReadUnits is the read request units of a strongly consistent read of size bytes: one per
 // started 4 KB, at least one (reading nothing still costs one).
