@@ -27,11 +27,12 @@ import (
 	"github.com/longrun-dev/longrun/internal/local/scale"
 )
 
-func main() { os.Exit(run(context.Background(), os.Args[1:], nil)) }
+func main() { os.Exit(run(context.Background(), os.Args[1:], nil, true)) }
 
 // run is the command: it returns the exit status. A nil stdout is the process's standard
-// output as it is once kumo's is diverted.
-func run(ctx context.Context, args []string, stdout io.Writer) int {
+// output as it is once kumo's is diverted; divert sends what kumo writes to standard output
+// into the log (a test keeps its own standard output instead).
+func run(ctx context.Context, args []string, stdout io.Writer, divert bool) int {
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	duration := fs.Duration("duration", 10*time.Minute, "how long the load lasts")
 	rate := fs.Float64("rate", 0, "operations admitted per second (0: three times the sustained ceiling the quotas allow, see -steps and -sleep-ms)")
@@ -69,9 +70,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) int {
 		return 2
 	}
 	defer logFile.Close()
-	if err := devstack.DivertEmulatorStdout(logFile); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
+	if divert {
+		if err := devstack.DivertEmulatorStdout(logFile); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
 	}
 	if stdout == nil {
 		stdout = os.Stdout // the standard output kept aside

@@ -236,7 +236,9 @@ func (d *driver) follow(ctx context.Context, p *plan, rng *rand.Rand) {
 		sleep(ctx, wait)
 		rep, status, retryAfter := d.get(ctx, p)
 		switch {
-		case status == http.StatusOK && rep.Terminal:
+		case status == http.StatusOK && (rep.Terminal || rep.State == operation.OutcomeUnknown):
+			// outcome_unknown is not terminal (an operator settles it), but nothing more
+			// happens by itself: the client has its answer.
 			d.mu.Lock()
 			p.state, p.endedAt = rep.State, time.Now()
 			if rep.Problem != nil {
