@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/local/ddbmeter"
+	"github.com/longrun-dev/longrun/internal/local/quotas"
 )
 
 // Invocation is one Lambda invocation seen at the edge.
@@ -87,7 +87,7 @@ func (t *Tap) Wrap(edge http.Handler, dynamoURL string) http.Handler {
 		case strings.HasPrefix(target, "AmazonSQS."):
 			t.sqsCall(edge, w, r, strings.TrimPrefix(target, "AmazonSQS."))
 		default:
-			if fn, ok := invokedFunction(r); ok {
+			if fn, ok := quotas.InvokedFunction(r); ok {
 				t.invoke(edge, w, r, fn)
 				return
 			}
@@ -96,27 +96,6 @@ func (t *Tap) Wrap(edge http.Handler, dynamoURL string) http.Handler {
 	})
 }
 
-// invokedFunction is the function of a Lambda Invoke call (POST
-// /2015-03-31/functions/{name, ARN or partial ARN}/invocations).
-func invokedFunction(r *http.Request) (string, bool) {
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/2015-03-31/functions/")
-	if !ok || r.Method != http.MethodPost {
-		return "", false
-	}
-	name, ok := strings.CutSuffix(rest, "/invocations")
-	if !ok {
-		return "", false
-	}
-	name, err := url.PathUnescape(name)
-	if err != nil {
-		return "", false
-	}
-	if _, after, ok := strings.Cut(name, ":function:"); ok {
-		name = after
-	}
-	name, _, _ = strings.Cut(name, ":") // a qualifier
-	return name, name != ""
-}
 
 func (t *Tap) touch() {
 	t.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/longrun-dev/longrun/internal/local/quotas"
 )
 
 func TestFindString(t *testing.T) {
@@ -34,7 +36,7 @@ func TestInvokedFunction(t *testing.T) {
 		{"POST", "/2015-03-31/functions/api", ""},
 		{"GET", "/_runtime/api/2018-06-01/runtime/invocation/next", ""},
 	} {
-		got, _ := invokedFunction(httptest.NewRequest(tc.method, tc.path, nil))
+		got, _ := quotas.InvokedFunction(httptest.NewRequest(tc.method, tc.path, nil))
 		if got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.method, tc.path, got, tc.want)
 		}

@@ -104,9 +104,10 @@ func (g *Gate) acquire(fn string) (release func(), reason string) {
 	}, ""
 }
 
-// invokedFunction is the function of a Lambda Invoke call (POST
-// /2015-03-31/functions/{name, ARN or partial ARN, with an optional qualifier}/invocations).
-func invokedFunction(r *http.Request) (string, bool) {
+// InvokedFunction is the function of a Lambda Invoke call (POST
+// /2015-03-31/functions/{name, ARN or partial ARN, with an optional qualifier}/invocations):
+// what the gate counts against, and what the cost model's tap prices.
+func InvokedFunction(r *http.Request) (string, bool) {
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/2015-03-31/functions/")
 	if !ok || r.Method != http.MethodPost {
 		return "", false

@@ -121,7 +121,7 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.stepFunctions(w, r, action)
 		return
 	}
-	if fn, ok := invokedFunction(r); ok && isSync(r) {
+	if fn, ok := InvokedFunction(r); ok && isSync(r) {
 		g.invoke(w, r, fn)
 		return
 	}
