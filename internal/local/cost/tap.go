@@ -96,7 +96,6 @@ func (t *Tap) Wrap(edge http.Handler, dynamoURL string) http.Handler {
 	})
 }
 
-
 func (t *Tap) touch() {
 	t.mu.Lock()
 	t.last = t.now()
