@@ -65,8 +65,9 @@ type Options struct {
 // Report is what the run came to.
 type Report struct {
 	Admitted, Terminal, Lost, Misclassified int
-	// KillUnknown counts operations that ended outcome_unknown (worker_error) because the
-	// worker's process was killed during their step: the contract says such a step may have
+	// KillUnknown counts operations that ended outcome_unknown (worker_error, or
+	// step_timeout where the emulator waits out a dead process) because the worker's
+	// process was killed during their step: the contract says such a step may have
 	// acted (docs/worker-protocol.md), so they are not misclassified; they are counted apart.
 	KillUnknown  int
 	FiveXX       int
@@ -457,7 +458,9 @@ func (d *driver) report(drain time.Duration) (Report, error) {
 		latencies = append(latencies, p.endedAt.Sub(p.admittedAt))
 		switch {
 		case p.expected():
-		case p.state == operation.OutcomeUnknown && p.code == "worker_error" && d.killedWorkerDuring(p):
+		case p.state == operation.OutcomeUnknown && (p.code == "worker_error" || p.code == "step_timeout") && d.killedWorkerDuring(p):
+			// The worker's process died mid-step: Lambda reports the crash (worker_error); the
+			// local emulator may instead leave the invocation to its timeout (step_timeout).
 			r.KillUnknown++
 		default:
 			r.Misclassified++
