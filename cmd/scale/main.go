@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -45,6 +46,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, divert bool) int 
 	drain := fs.Duration("drain", 20*time.Minute, "how long to wait, after the load, for every operation to end")
 	seed := fs.Uint64("seed", 1, "the random plans' and kills' seed")
 	logTo := fs.String("log", filepath.Join(".cache", "logs", "scale-stack.log"), "where the local stack's and the driver's logs go")
+	killWorkers := fs.Bool("kill-workers", true, "kill the worker's process too (a step it was running ends outcome_unknown, as the contract says: counted apart, not as misclassified)")
 	verbose := fs.Bool("v", false, "the stack's logs on stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -118,6 +120,9 @@ func run(ctx context.Context, args []string, stdout io.Writer, divert bool) int 
 		*scaleF, limits.Reserved["recorder"], limits.Unreserved, limits.StepFunctions["StartExecution"].Size,
 		limits.StepFunctions["StartExecution"].RefillPerSecond, ceiling, *rate, *duration)
 	functions := stack.Functions()
+	if !*killWorkers {
+		functions = slices.DeleteFunc(functions, func(fn string) bool { return fn == worker })
+	}
 	rep, err := scale.Run(ctx, scale.Options{API: stack.APIURL, Tokens: callers, Duration: *duration, Rate: *rate,
 		Duplicates: 0.3, Waits: 0.2, Cancels: 0.05, Lost: 0.02, Fails: 0.05, Steps: *steps, SleepMs: *sleepMs,
 		Kill: stack.Kill, Functions: functions, KillEvery: *killEvery, Drain: *drain, Seed: *seed, Log: log,

@@ -425,10 +425,16 @@ func (d *driver) chaos(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
+// killReach is how long before an operation's admission a kill of the worker can still
+// cost it a step (the step's timeout and then some).
+const killReach = 15 * time.Second
+
 // killedWorkerDuring says whether the worker's process was killed while p ran.
 func (d *driver) killedWorkerDuring(p *plan) bool {
 	for _, k := range d.kills {
-		if k.function == d.opts.Worker && k.at.After(p.admittedAt) && k.at.Before(p.endedAt) {
+		// From shortly before the admission: the emulator may hand a step to the killed
+		// process's last long poll, which never answers.
+		if k.function == d.opts.Worker && k.at.After(p.admittedAt.Add(-killReach)) && k.at.Before(p.endedAt) {
 			return true
 		}
 	}
