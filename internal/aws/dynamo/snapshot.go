@@ -378,22 +378,7 @@ func (r *reader) mapOf(v types.AttributeValue) map[string]types.AttributeValue {
 }
 
 func (r *reader) time(m map[string]types.AttributeValue, name string) time.Time {
-	switch v := m[name].(type) {
-	case *types.AttributeValueMemberN:
-		n, err := strconv.ParseInt(v.Value, 10, 64)
-		if err != nil {
-			r.fail(fmt.Errorf("snapshot: %s: %w", name, err))
-		}
-		return time.Unix(0, n).UTC()
-	case *types.AttributeValueMemberS:
-		t, err := time.Parse(time.RFC3339Nano, v.Value)
-		if err != nil {
-			r.fail(fmt.Errorf("snapshot: %s: %w", name, err))
-		}
-		return t.UTC()
-	}
-	r.fail(fmt.Errorf("snapshot: %s is not a time", name))
-	return time.Time{}
+	return r.since(m, name, time.Unix(0, 0)) // nanoseconds since the epoch, or RFC 3339
 }
 
 // since reads a sinceValue.
