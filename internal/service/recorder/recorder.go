@@ -401,10 +401,7 @@ var ErrStepInFlight = errors.New("recorder: another Run has a step in flight")
 // takes it. The lease lasts as long as the Run's invocation may, and at least the step's
 // timeout and the time to record its end.
 func (r *Recorder) leased(ctx context.Context, op operation.Operation, out []operation.Fact, p pace, d Decision, now time.Time) []operation.Fact {
-	name := op.ID
-	if p.self != nil && p.self.k > 0 {
-		name = fmt.Sprintf("%s-%d", op.ID, p.self.k)
-	}
+	name := p.self.name(op.ID)
 	var lease *operation.Lease
 	switch d.Next {
 	case NextWork:
@@ -440,6 +437,15 @@ type continuation struct {
 	resume bool
 }
 
+// name is the execution's name: the operation id for the first (or when c is nil, the
+// workflow before Run), <id>-k after it.
+func (c *continuation) name(id string) string {
+	if c == nil || c.k == 0 {
+		return id
+	}
+	return fmt.Sprintf("%s-%d", id, c.k)
+}
+
 // continuationOf is the count in the name of execution ref of operation id: 0 for the
 // first (named after the operation), k for <id>-k, -1 for a ref of no such name.
 func continuationOf(id, ref string) int {
@@ -472,12 +478,8 @@ func (r *Recorder) claim(op operation.Operation, c *continuation) (*operation.Fa
 	if !ok {
 		return nil, false
 	}
-	name := op.ID // the first execution, named after the operation, never needs naming
-	if c.k > 0 {
-		name = fmt.Sprintf("%s-%d", op.ID, c.k)
-	}
-	own, err := r.Executions.Ref(typ.Worker, c.resume, name)
-	if err != nil || op.Execution == own || op.Execution == "" && c.k == 0 {
+	own, err := r.Executions.Ref(typ.Worker, c.resume, c.name(op.ID))
+	if err != nil || op.Execution == own || op.Execution == "" && c.k == 0 { // the first, unnamed yet, needs no naming
 		return nil, false
 	}
 	if c.k == 0 || continuationOf(op.ID, op.Execution) >= c.k {
