@@ -244,6 +244,13 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings("states:DescribeExecution"), Resources: &recorderExecutions,
 	}))
+	// The workflow's Run waits on a task token that the recorder answers once a parked Run
+	// is over (internal/service/recorder/park.go). IAM cannot scope the token of a service
+	// integration's task to a state machine, so the grant is on every resource; the
+	// recorder only ever holds the tokens its own workflows gave it.
+	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings("states:SendTaskSuccess", "states:SendTaskHeartbeat"), Resources: jsii.Strings("*"),
+	}))
 	for _, w := range workers {
 		worker := props.Workers[w]
 		for _, m := range []struct {
@@ -268,6 +275,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 			m.into[m.key] = sm
 		}
 		grantInvoke(worker, recorder)
+		sendSteps(c, w, worker, recorder)
 	}
 	arns := map[string]interface{}{}
 	for _, w := range workers {
@@ -369,6 +377,36 @@ func grantInvoke(worker awslambda.IFunction, recorder awslambda.Function) {
 		Actions:      jsii.Strings("lambda:InvokeFunction"),
 		ResourceArns: &[]*string{worker.FunctionArn(), jsii.String(*worker.FunctionArn() + ":*")},
 	})
+}
+
+// sendSteps configures how Lambda runs the steps the recorder sends worker asynchronously:
+// how each ended goes to the recorder (on success and on failure, with the request), a
+// failed step is never run again (it may have acted: the recorder records its outcome as
+// unknown), and a step Lambda cannot run is kept queued for sizing.WorkerMaxEventAge. A
+// worker may have no other event invoke config.
+//
+// Lambda invokes a destination as the worker's execution role, so the recorder's resource
+// policy allows that role: a grant on the role instead would make the worker depend on the
+// recorder, which already depends on the worker (it invokes it), a cycle. An imported
+// worker without a role must be allowed by its owner.
+func sendSteps(c constructs.Construct, w string, worker awslambda.IFunction, recorder awslambda.Function) {
+	to := &awslambda.CfnEventInvokeConfig_DestinationConfigProperty{
+		OnSuccess: &awslambda.CfnEventInvokeConfig_OnSuccessProperty{Destination: recorder.FunctionArn()},
+		OnFailure: &awslambda.CfnEventInvokeConfig_OnFailureProperty{Destination: recorder.FunctionArn()},
+	}
+	awslambda.NewCfnEventInvokeConfig(c, jsii.String(cdkid.Title(w)+"Steps"), &awslambda.CfnEventInvokeConfigProps{
+		FunctionName:             worker.FunctionName(),
+		Qualifier:                jsii.String("$LATEST"),
+		DestinationConfig:        to,
+		MaximumRetryAttempts:     jsii.Number(sizing.WorkerRetryAttempts),
+		MaximumEventAgeInSeconds: jsii.Number(sizing.WorkerMaxEventAge.Seconds()),
+	})
+	if role := worker.Role(); role != nil {
+		recorder.AddPermission(jsii.String(cdkid.Title(w)+"Delivers"), &awslambda.Permission{
+			Principal: awsiam.NewArnPrincipal(role.RoleArn()),
+			Action:    jsii.String("lambda:InvokeFunction"),
+		})
+	}
 }
 
 // guardBus denies everyone but the notifier (and the configured publishers, e.g. who runs

@@ -17,7 +17,9 @@ import (
 //
 // It returns the step's [Report]. An error instead is the invocation's failure, which
 // longrun records as outcome_unknown (the step ran and may have acted), except a
-// [*Problem], which is a failed report. ctx ends when the invocation's time does.
+// [*Problem], which is a failed report. ctx ends at the step's stepTimeout, or sooner when
+// the invocation's time does; an error after it is reported as outcome_unknown with the
+// code [CodeStepTimeout].
 type Func[In any] func(ctx context.Context, step Step, input In) (Report, error)
 
 // Handler is fn as a Lambda handler: it decodes the step request and its input, runs fn
@@ -70,16 +72,31 @@ func Start[In any](fn Func[In]) {
 // It decodes req.Input into In (a failure is a failed report with the code
 // [CodeInvalidInput]: fn did not run), calls fn, turns a [*Problem] error into a failed
 // report and checks the report against the protocol: a report that breaks it is an error,
-// as is any other error from fn. Run does not check req's protocol or step number (Handler
+// as is any other error from fn, except one after the step's stepTimeout (its context ends
+// then), which is an outcome_unknown report with the code [CodeStepTimeout]. Run does not check req's protocol or step number (Handler
 // does), so a test sets only what its Func reads.
 func Run[In any](ctx context.Context, fn Func[In], req Request) (Report, error) {
 	var in In
 	if err := json.Unmarshal(req.Input, &in); err != nil {
 		return Fail(CodeInvalidInput, "The operation's input is not what the worker reads.", truncate(err.Error())), nil
 	}
+	// The step's context ends at its stepTimeout: the function's own timeout may be longer
+	// (a worker serves types of different stepTimeouts, and Lambda runs a step sent to it
+	// asynchronously for the function's whole timeout).
+	timed := req.StepTimeoutSeconds > 0
+	if timed {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.StepTimeoutSeconds)*time.Second)
+		defer cancel()
+	}
 	rep, err := fn(ctx, req.step(), in)
 	if err != nil {
 		var p *Problem
+		if timed && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &p) {
+			// Failed once its time was up: it may have acted before.
+			return Report{status: StatusOutcomeUnknown, problem: &Problem{Code: CodeStepTimeout, Title: "Step timed out",
+				Detail: fmt.Sprintf("Step %d did not finish within its step timeout of %ds; it may have acted, so the outcome is unknown.", req.Step, req.StepTimeoutSeconds)}}, nil
+		}
 		if !errors.As(err, &p) || p == nil {
 			return Report{}, err
 		}

@@ -45,6 +45,9 @@ const (
 	CodeInvalidRequest = "invalid_request"
 	// CodeResultLost is the problem code of [ResultLost].
 	CodeResultLost = "result_lost"
+	// CodeStepTimeout: the step's function failed after its stepTimeout had passed (Run
+	// ends its context then); it may have acted, so the report is outcome_unknown.
+	CodeStepTimeout = "step_timeout"
 )
 
 // Request is a step request as longrun sends it: the invocation's payload. A worker reads it

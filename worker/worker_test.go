@@ -314,3 +314,24 @@ func TestStepHasTheCorrelationID(t *testing.T) {
 		t.Fatalf("without one: %q (%v)", got, err)
 	}
 }
+
+// A step's context ends at its stepTimeout even when the invocation may run longer (a
+// worker serving types of different stepTimeouts), and a failure after it is reported as
+// outcome_unknown with the code step_timeout: the step may have acted. A step that finished
+// late keeps its report: its effect and result are real.
+func TestTheStepTimeoutEndsTheContext(t *testing.T) {
+	req := worker.Request{Input: json.RawMessage(`{}`), Step: 2, StepTimeoutSeconds: 1}
+	rep, err := worker.Run(context.Background(), func(ctx context.Context, _ worker.Step, _ any) (worker.Report, error) {
+		<-ctx.Done()
+		return worker.Report{}, ctx.Err()
+	}, req)
+	if err != nil || rep.Status() != worker.StatusOutcomeUnknown || rep.Problem().Code != worker.CodeStepTimeout {
+		t.Fatalf("%+v, %v", rep, err)
+	}
+	rep, err = worker.Run(context.Background(), func(ctx context.Context, _ worker.Step, _ any) (worker.Report, error) {
+		return worker.Report{}, errors.New("boom")
+	}, req)
+	if err == nil {
+		t.Fatalf("an error within the step's time is the invocation's failure: %+v", rep)
+	}
+}

@@ -1,7 +1,7 @@
 // Command recorder is longrun's side of every step: the workflow's Run state calls it, and
 // it runs the operation's steps (it checks intent, the deadline and maxSteps before each,
-// invokes the type's worker, and records how each step ended as facts), going on in the
-// operation's next execution after a wait.
+// sends the step to the type's worker, hears how it ended from the worker's destination, and
+// records it as facts), going on in the operation's next execution after a wait.
 package main
 
 import (
@@ -10,6 +10,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/aws/lambdainvoke"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
@@ -20,8 +21,14 @@ func main() {
 	// LONGRUN_RECORDER_RUN_BUDGET bounds a Run where a Lambda task may not last as long as
 	// the function (the local stack's emulator cuts a task at 30 s); unset on AWS.
 	budget, _ := time.ParseDuration(os.Getenv("LONGRUN_RECORDER_RUN_BUDGET"))
+	// A Run the workflow calls with a task token sends each step to the worker
+	// asynchronously and hears how it ended from the worker's destination, which is this
+	// function too (Deliveries): the worker alone holds a Lambda slot while a step runs.
+	workers := lambdainvoke.New(fn.AWS)
+	continuations := stepfunctions.Continuations{Executor: fn.Executor()}
 	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log,
-		Metrics: fn.Metrics, Invoker: lambdainvoke.New(fn.AWS), Executions: stepfunctions.Continuations{Executor: fn.Executor()},
+		Metrics: fn.Metrics, Invoker: workers, Executions: continuations, Sender: workers, Callbacks: continuations,
+		Deliveries: lambdainvoke.Destination, MaxEventAge: sizing.WorkerMaxEventAge,
 		RunBudget: budget, Tracer: fn.Tracer(), RunIDs: ids.New().Request}
 	fn.Start(r.Serve)
 }

@@ -54,6 +54,7 @@ const (
 	leaseRun       = "r" // S
 	leaseUntil     = "u" // time since ObservedAt (the fact that took it)
 	leaseExecution = "x" // S, only when it is not the operation's latest execution's name
+	leaseCallback  = "c" // S, only for a parked Run's lease
 
 	admCreated        = "c"  // time: CreatedAt
 	admPrincipal      = "p"  // S
@@ -102,6 +103,9 @@ func snapshotOf(op operation.Operation, admitted bool) (v types.AttributeValue, 
 		lease := map[string]types.AttributeValue{leaseRun: str(l.Run), leaseUntil: sinceValue(l.Until, op.ObservedAt)}
 		if l.Execution != op.ExecutionName() {
 			lease[leaseExecution] = str(l.Execution)
+		}
+		if l.Callback != "" {
+			lease[leaseCallback] = str(l.Callback)
 		}
 		m[snapLease] = &types.AttributeValueMemberM{Value: lease}
 	}
@@ -221,6 +225,7 @@ func decodeSnapshot(id string, item, snap map[string]types.AttributeValue) (op o
 		if _, has := l[leaseExecution]; has {
 			op.Lease.Execution = r.str(l, leaseExecution)
 		}
+		op.Lease.Callback = r.optStr(l, leaseCallback)
 	}
 	if _, has := snap[snapWaiting]; has {
 		op.WaitingUntil = r.since(snap, snapWaiting, op.ObservedAt)

@@ -97,7 +97,8 @@ func (h *history) lease(at time.Time) *operation.Lease {
 	}
 	return &operation.Lease{Run: pick(h.r, "req_01JDZ3W6Q1Q9V8G5K2N7R4T6YC", ""), Execution: pick(h.r, h.id, h.id+"-2", "elsewhere", ""),
 		Until: pick(h.r, at.Add(80*time.Second), at.Add(time.Duration(h.r.Int64N(int64(15*time.Minute)))), at.Add(-time.Second),
-			time.Date(2400, 1, 1, 0, 0, 0, 1, time.UTC))}
+			time.Date(2400, 1, 1, 0, 0, 0, 1, time.UTC)),
+		Callback: pick(h.r, "", `{"t":"token","w":"arn:w","s":2,"a":1}`)}
 }
 
 func (h *history) progress() *operation.Progress {
@@ -350,7 +351,7 @@ func TestSnapshotKnowsEveryFieldOfTheFold(t *testing.T) {
 	for i := range reflect.TypeFor[operation.Lease]().NumField() {
 		lease = append(lease, reflect.TypeFor[operation.Lease]().Field(i).Name)
 	}
-	if !slices.Equal(lease, []string{"Run", "Execution", "Until"}) {
+	if !slices.Equal(lease, []string{"Run", "Execution", "Until", "Callback"}) {
 		t.Fatalf("the lease's fields are %v", lease)
 	}
 }

@@ -17,9 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/longrun-dev/longrun/internal/core/step"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 // beforeHandler are the Lambda errors of an invocation that never reached the function's
@@ -134,4 +136,70 @@ func classify(ctx context.Context, err error) *step.InvokeError {
 	default:
 		return &step.InvokeError{Name: "Lambda.SdkClientException", Cause: err.Error()}
 	}
+}
+
+// Send invokes function with payload asynchronously (InvocationType Event): Lambda queues
+// it and answers at once, and the function's destinations hear how it ended (Destination).
+// A refusal before Lambda queued it is step.ErrNotInvoked; any other failure may hide an
+// invocation that was queued.
+func (i *Invoker) Send(ctx context.Context, function string, payload []byte) error {
+	_, err := i.client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(function), Payload: payload,
+		InvocationType: types.InvocationTypeEvent})
+	if err != nil {
+		return classify(ctx, err)
+	}
+	return nil
+}
+
+// Record is what Lambda hands an asynchronous invocation's destination: the request it was
+// sent, and how it ended (AWS's "invocation record", version 1.0).
+type Record struct {
+	Version        string `json:"version"`
+	RequestContext struct {
+		RequestID              string `json:"requestId"`
+		FunctionArn            string `json:"functionArn"`
+		Condition              string `json:"condition"`
+		ApproximateInvokeCount int    `json:"approximateInvokeCount"`
+	} `json:"requestContext"`
+	RequestPayload  json.RawMessage `json:"requestPayload"`
+	ResponseContext *struct {
+		StatusCode    int    `json:"statusCode"`
+		FunctionError string `json:"functionError,omitempty"`
+	} `json:"responseContext,omitempty"`
+	ResponsePayload json.RawMessage `json:"responsePayload,omitempty"`
+}
+
+// The conditions of a Record: the function returned, it failed on every attempt, or Lambda
+// gave up before it ran (the event outlived its maximum age, throttled all along).
+const (
+	ConditionSuccess          = "Success"
+	ConditionRetriesExhausted = "RetriesExhausted"
+	ConditionEventAgeExceeded = "EventAgeExceeded"
+)
+
+// Destination reads raw as a destination's Record of a step sent with Send, for the
+// recorder: the step's report, or how its invocation failed in the protocol's terms, as
+// Invoke names them. ok is false for anything else.
+func Destination(raw json.RawMessage) (recorder.Delivery, bool) {
+	var rec Record
+	if json.Unmarshal(raw, &rec) != nil || rec.RequestContext.Condition == "" || len(rec.RequestPayload) == 0 {
+		return recorder.Delivery{}, false
+	}
+	d := recorder.Delivery{Request: rec.RequestPayload}
+	failed := rec.ResponseContext != nil && rec.ResponseContext.FunctionError != ""
+	switch {
+	case rec.RequestContext.Condition == ConditionEventAgeExceeded:
+		// Never run: Lambda kept it queued (throttled) until it expired.
+		d.Error = &recorder.TaskError{Error: step.ErrNotInvoked, Cause: "EventAgeExceeded: the step stayed queued past its maximum event age"}
+	case rec.RequestContext.Condition == ConditionSuccess && !failed:
+		d.Task = &recorder.Task{Report: rec.ResponsePayload}
+	case failed:
+		var fe functionError
+		_ = json.Unmarshal(rec.ResponsePayload, &fe)
+		ie := functionFailure(fe)
+		d.Error = &recorder.TaskError{Error: ie.Name, Cause: ie.Cause}
+	default:
+		d.Error = &recorder.TaskError{Error: "Lambda.Unknown", Cause: "the invocation ended " + rec.RequestContext.Condition}
+	}
+	return d, true
 }

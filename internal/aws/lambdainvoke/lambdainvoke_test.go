@@ -125,3 +125,77 @@ func TestNoAnswerInTimeIsTheStepsTimeout(t *testing.T) {
 		t.Fatalf("%+v", ie)
 	}
 }
+
+// A destination's record reads as the step's end in the protocol's terms, as Invoke names
+// them: a report, the function's own error, its timeout, or a step Lambda never ran.
+func TestDestinationReadsEveryCondition(t *testing.T) {
+	req := `{"operationId":"op_1","step":2}`
+	for name, tc := range map[string]struct {
+		record      string
+		report      string
+		error, fail string
+	}{
+		"success": {record: `{"version":"1.0","requestContext":{"condition":"Success","approximateInvokeCount":1},"requestPayload":` + req +
+			`,"responseContext":{"statusCode":200},"responsePayload":{"status":"succeeded"}}`, report: `{"status":"succeeded"}`},
+		"function error": {record: `{"version":"1.0","requestContext":{"condition":"RetriesExhausted","approximateInvokeCount":1},"requestPayload":` + req +
+			`,"responseContext":{"statusCode":200,"functionError":"Unhandled"},"responsePayload":{"errorType":"Runtime.ExitError","errorMessage":"exit status 2"}}`,
+			error: "Runtime.ExitError"},
+		"timeout": {record: `{"version":"1.0","requestContext":{"condition":"RetriesExhausted"},"requestPayload":` + req +
+			`,"responseContext":{"statusCode":200,"functionError":"Unhandled"},"responsePayload":{"errorMessage":"2026-12-02T04:00:00.000Z abc Task timed out after 30.03 seconds"}}`,
+			error: step.ErrTimeout},
+		"expired in the queue": {record: `{"version":"1.0","requestContext":{"condition":"EventAgeExceeded","approximateInvokeCount":0},"requestPayload":` + req + `}`,
+			error: step.ErrNotInvoked},
+		"a Success that failed all the same": {record: `{"version":"1.0","requestContext":{"condition":"Success"},"requestPayload":` + req +
+			`,"responseContext":{"statusCode":200,"functionError":"Unhandled"},"responsePayload":{"errorType":"Boom"}}`, error: "Boom"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, ok := lambdainvoke.Destination([]byte(tc.record))
+			if !ok || string(d.Request) != req {
+				t.Fatalf("not read as a delivery of %s: %+v", req, d)
+			}
+			switch {
+			case tc.report != "":
+				if d.Task == nil || string(d.Task.Report) != tc.report || d.Error != nil {
+					t.Fatalf("delivery %+v; want the report %s", d, tc.report)
+				}
+			case d.Error == nil || d.Error.Error != tc.error || d.Task != nil:
+				t.Fatalf("delivery %+v; want the error %s", d, tc.error)
+			}
+		})
+	}
+	for _, other := range []string{`{"state":{"operationId":"op_1"},"worker":"arn:w","token":"t"}`, `{"operationId":"op_1"}`, `[]`} {
+		if _, ok := lambdainvoke.Destination([]byte(other)); ok {
+			t.Errorf("%s read as a delivery", other)
+		}
+	}
+}
+
+// Send invokes asynchronously, and a refusal before Lambda queued the step is one it never
+// ran; an answer that came after Lambda may have queued it is not.
+func TestSendIsAnEventInvocation(t *testing.T) {
+	inv, _ := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) { w.WriteHeader(http.StatusAccepted) })
+	if err := inv.Send(context.Background(), "worker", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	var seen string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r.Header.Get("X-Amz-Invocation-Type")
+		w.Header().Set("X-Amzn-Errortype", "TooManyRequestsException")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"message":"Rate exceeded"}`)
+	}))
+	defer srv.Close()
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("k", "s", "")}
+	throttled := lambdainvoke.New(cfg, func(o *lambda.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	err := throttled.Send(context.Background(), "worker", []byte(`{}`))
+	if ie := invokeErr(t, err); ie.Name != step.ErrNotInvoked || seen != "Event" {
+		t.Fatalf("error %+v, invocation type %q", ie, seen)
+	}
+	broken, _ := lambdaAPI(t, func(w http.ResponseWriter, _ []byte) {
+		w.Header().Set("X-Amzn-Errortype", "ServiceException")
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	if ie := invokeErr(t, broken.Send(context.Background(), "worker", []byte(`{}`))); ie.Name == step.ErrNotInvoked {
+		t.Fatalf("a 500 may have queued the step: %+v", ie)
+	}
+}

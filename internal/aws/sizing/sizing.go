@@ -72,3 +72,17 @@ const MaxStepTimeout = 840 * time.Second
 func RecorderTimeout(longestStep time.Duration) time.Duration {
 	return min(15*time.Minute, max(time.Minute, longestStep+time.Minute))
 }
+
+// WorkerMaxEventAge is how long Lambda keeps a step sent to a worker asynchronously queued
+// (retrying it while throttled) before it gives up and tells the recorder, which offers the
+// step again after a wait, until the deadline. It also bounds how long after it was sent a
+// step may still start, so a sent step's lease lasts this long and its stepTimeout after
+// it: shorter lets a lost step be carried on sooner, longer rides out longer throttling
+// without the recorder's help. The worker's event invoke config sets it, with no retries
+// (WorkerRetryAttempts).
+const WorkerMaxEventAge = 15 * time.Minute
+
+// WorkerRetryAttempts is how often Lambda runs a step again after the worker failed: never.
+// A failed step may have acted, and the recorder records its outcome as unknown rather than
+// run it blind.
+const WorkerRetryAttempts = 0

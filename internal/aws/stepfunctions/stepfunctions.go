@@ -17,6 +17,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 	"github.com/longrun-dev/longrun/internal/service/reconcile"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 // Client is the part of the Step Functions API the adapter uses.
@@ -24,6 +25,8 @@ type Client interface {
 	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, opts ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
 	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, opts ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
 	StopExecution(ctx context.Context, in *sfn.StopExecutionInput, opts ...func(*sfn.Options)) (*sfn.StopExecutionOutput, error)
+	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, opts ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
+	SendTaskHeartbeat(ctx context.Context, in *sfn.SendTaskHeartbeatInput, opts ...func(*sfn.Options)) (*sfn.SendTaskHeartbeatOutput, error)
 }
 
 // Executor starts and stops executions. StateMachines maps a type's workflow name
@@ -189,4 +192,32 @@ func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, n
 		return reconcile.Execution{}, false, err
 	}
 	return reconcile.Execution{Ref: ref, Status: reconcile.Running}, true, nil
+}
+
+// Answer ends the Task state that waits on token (a parked Run, .waitForTaskToken) with
+// output as its result. A token nobody waits on any more is recorder.ErrCallbackGone.
+func (c Continuations) Answer(ctx context.Context, token string, output []byte) error {
+	_, err := c.Client.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(token), Output: aws.String(string(output))})
+	if gone(err) {
+		return fmt.Errorf("%w: %w", recorder.ErrCallbackGone, err)
+	}
+	return err
+}
+
+// Alive sends the task that waits on token a heartbeat: false when nobody waits on it any
+// more (its execution was stopped, or the task timed out).
+func (c Continuations) Alive(ctx context.Context, token string) (bool, error) {
+	_, err := c.Client.SendTaskHeartbeat(ctx, &sfn.SendTaskHeartbeatInput{TaskToken: aws.String(token)})
+	if gone(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// gone says whether err is Step Functions' answer for a token nobody waits on.
+func gone(err error) bool {
+	var timedOut *types.TaskTimedOut
+	var missing *types.TaskDoesNotExist
+	var invalid *types.InvalidToken
+	return errors.As(err, &timedOut) || errors.As(err, &missing) || errors.As(err, &invalid)
 }

@@ -1,14 +1,17 @@
 package stepfunctions
 
 import (
-	"time"
-
 	"encoding/json"
-	"github.com/longrun-dev/longrun/internal/core/operation"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 func TestDefinition(t *testing.T) {
@@ -42,9 +45,9 @@ func TestDefinition(t *testing.T) {
 		}
 	}
 	// The definition may not rely on the context object or intrinsic functions, which the
-	// local emulator does not implement.
+	// local emulator does not implement: only the task token, which it does.
 	for _, banned := range []string{"$$.", "States.Format", "States.MathAdd", "States.Array"} {
-		if strings.Contains(def, banned) {
+		if strings.Contains(strings.ReplaceAll(def, `"$$.Task.Token"`, ""), banned) {
 			t.Errorf("definition uses %s", banned)
 		}
 	}
@@ -53,14 +56,16 @@ func TestDefinition(t *testing.T) {
 	}
 }
 
-// The recorder is the workflow's only task: it invokes the worker itself (the worker's ARN
-// comes in its payload), so a state machine needs no permission on the worker, and a
-// worker's failure reaches the recorder as the invocation's answer, never a retry of the
-// step by the workflow.
+// The recorder is the workflow's only task: it sends the worker its steps itself (the
+// worker's ARN comes in its payload), so a state machine needs no permission on the worker,
+// and a worker's failure reaches the recorder (the worker's destination), never a retry of
+// the step by the workflow. The task waits on a token, which the recorder answers when the
+// work is done, stopped or handed on: no Lambda slot is held while it waits.
 func TestTheRecorderIsTheOnlyTask(t *testing.T) {
 	var asl struct {
 		States map[string]struct {
 			Type       string
+			Resource   string
 			Parameters struct {
 				FunctionName string
 				Payload      map[string]string
@@ -77,7 +82,8 @@ func TestTheRecorderIsTheOnlyTask(t *testing.T) {
 		}
 		tasks++
 		if st.Parameters.FunctionName != "${"+RecorderFunctionArn+"}" || st.Parameters.Payload["worker"] != "${"+WorkerFunctionArn+"}" ||
-			st.Parameters.Payload["state.$"] != "$" {
+			st.Parameters.Payload["state.$"] != "$" || st.Parameters.Payload["token.$"] != "$$.Task.Token" ||
+			!strings.HasSuffix(st.Resource, ".waitForTaskToken") {
 			t.Errorf("%s: invokes %q with %v; want the recorder with the state and the worker's ARN", name, st.Parameters.FunctionName, st.Parameters.Payload)
 		}
 	}
@@ -225,5 +231,35 @@ func TestResumeDefinition(t *testing.T) {
 				t.Errorf("state %s is unreachable", name)
 			}
 		}
+	}
+}
+
+// A Run waits on its token while the steps it sends run: its heartbeat (one before each
+// step after the first) outlasts the longest a step may wait in Lambda's queue and run,
+// and its timeout the longest a parked Run starts steps and its last step, so that only a
+// Run whose step's end was lost times out.
+func TestTheRunWaitsLongEnough(t *testing.T) {
+	var asl struct {
+		States map[string]struct {
+			TimeoutSeconds, HeartbeatSeconds float64
+			Retry                            []struct {
+				ErrorEquals []string
+				MaxAttempts *int
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(Template()), &asl); err != nil {
+		t.Fatal(err)
+	}
+	run := asl.States["Run"]
+	step := sizing.WorkerMaxEventAge + 15*time.Minute + time.Minute // queued, the longest Lambda runs, recorded
+	if hb := time.Duration(run.HeartbeatSeconds) * time.Second; hb < step {
+		t.Errorf("HeartbeatSeconds %v; a step may take %v", hb, step)
+	}
+	if to := time.Duration(run.TimeoutSeconds) * time.Second; to < recorder.DefaultParkBudget+step || run.TimeoutSeconds <= run.HeartbeatSeconds {
+		t.Errorf("TimeoutSeconds %v; a Run may take %v", to, recorder.DefaultParkBudget+step)
+	}
+	if r := run.Retry[0]; !slices.Equal(r.ErrorEquals, []string{"States.Timeout", "States.HeartbeatTimeout"}) || r.MaxAttempts == nil || *r.MaxAttempts != 0 {
+		t.Errorf("a Run that timed out is retried: %+v", run.Retry)
 	}
 }

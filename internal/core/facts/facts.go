@@ -22,8 +22,11 @@ type Store interface {
 type Decide func(op operation.Operation) ([]operation.Fact, error)
 
 // MaxAttempts bounds how often Update re-reads after losing a race. Writers per operation
-// are few (dispatcher, worker, recorder, a client's cancel), so a handful always suffices.
-const MaxAttempts = 5
+// are few (dispatcher, recorder, reconciler, a client's cancel), but the recorder writes a
+// fact for every step a parked Run sends, as often as steps end: a cancel whose read and
+// append take longer than a step (a loaded API) may lose several times in a row, and its
+// decision stands each time.
+const MaxAttempts = 12
 
 // Update applies decide to the latest version of operation id until its facts are appended
 // or it decides nothing. It returns the operation as it ends up.

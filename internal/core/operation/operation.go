@@ -157,10 +157,15 @@ type Fact struct {
 // executor fact without one releases it (the step's end was recorded, or the work was
 // handed on). So nobody records a cancel, a deadline stop or a failure, or carries the work
 // on elsewhere, while a step's effect may still land.
+//
+// Callback, when set, is how the recorder goes on with a Run that sent its step to the
+// worker asynchronously and does not wait in an invocation of its own (a parked Run): the
+// step's number and the workflow's task token among it. Opaque here, internal, never public.
 type Lease struct {
 	Run       string    `json:"run"`
 	Execution string    `json:"execution"`
 	Until     time.Time `json:"until"`
+	Callback  string    `json:"callback,omitempty"`
 }
 
 // ErrIllegalTransition means a fact cannot follow the operation's current state.

@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sivchari/kumo"
@@ -44,6 +45,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/local/apigateway"
+	"github.com/longrun-dev/longrun/internal/local/asyncinvoke"
 	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 	"github.com/longrun-dev/longrun/internal/local/quotas"
 	"github.com/longrun-dev/longrun/internal/local/streampoller"
@@ -268,7 +270,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		dynamoURL = ddb.Endpoint
 	}
-	s.startKumoAndEdge(edgeLn, dynamoURL, opts.Meter, opts.Quotas)
+	s.startKumoAndEdge(edgeLn, dynamoURL, opts.Meter, opts.Quotas, opts.Log)
 	s.connectClients()
 	if err := s.createTable(ctx); err != nil {
 		return nil, err
@@ -284,6 +286,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	if err := s.createStateMachines(ctx, types.Registry(true), arns); err != nil {
+		return nil, err
+	}
+	if err := s.configureWorkers(ctx, types.Registry(true), arns); err != nil {
 		return nil, err
 	}
 	if opts.TypesFile != "" {
@@ -412,7 +417,7 @@ func (s *Stack) startDynamoDBLocal(ctx context.Context) (*ddblocal.Server, error
 // startKumoAndEdge starts kumo and serves the edge on edgeLn, routing to DynamoDB Local at
 // dynamoURL and to kumo. kumo serves on a port of its own choosing; the edge forwards to it.
 // Only kumo's public API is used, so a kumo upgrade cannot break the embedding.
-func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, meter func(http.Handler, string) http.Handler, limits *quotas.Limits) {
+func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, meter func(http.Handler, string) http.Handler, limits *quotas.Limits, logger *slog.Logger) {
 	ks := kumo.NewServer()
 	s.onClose(ks.Close)
 	handler := edgeRouter(dynamoURL, ks.URL, s.tap)
@@ -426,6 +431,16 @@ func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, meter fu
 		s.Quotas = quotas.New(handler, quotas.Options{Limits: *limits})
 		handler = s.Quotas
 	}
+	// Lambda's asynchronous invocation with destinations goes outermost: an Event
+	// invocation is accepted whatever the quotas, as Lambda queues it, and the invocations
+	// it makes come back in through the edge, where the quotas count them.
+	handler = failTasks(handler)
+	async := asyncinvoke.New(asyncinvoke.Options{Next: handler, Log: logger,
+		Invoke: func(ctx context.Context, fn string, payload []byte) ([]byte, string, error) {
+			return asyncinvoke.ViaSDK(s.Lambda)(ctx, fn, payload)
+		}})
+	s.onClose(async.Close)
+	handler = async
 	edge := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: log.New(io.Discard, "", 0)}
 	go func() { _ = edge.Serve(edgeLn) }()
@@ -537,6 +552,27 @@ func (s *Stack) createStateMachines(ctx context.Context, types *optype.Registry,
 				return fmt.Errorf("devstack: create state machine %s: %w", m.name, err)
 			}
 			s.StateMachines[m.key] = aws.ToString(out.StateMachineArn)
+		}
+	}
+	return nil
+}
+
+// configureWorkers gives every worker function the event invoke config the construct gives
+// it on AWS: the recorder hears how each step sent to it ended (on success and on failure),
+// Lambda never runs a failed step again, and keeps one queued for sizing.WorkerMaxEventAge.
+func (s *Stack) configureWorkers(ctx context.Context, types *optype.Registry, arns map[string]string) error {
+	recorder := lambdatypes.DestinationConfig{
+		OnSuccess: &lambdatypes.OnSuccess{Destination: aws.String(arns["recorder"])},
+		OnFailure: &lambdatypes.OnFailure{Destination: aws.String(arns["recorder"])},
+	}
+	for _, w := range types.Workers() {
+		_, err := s.Lambda.PutFunctionEventInvokeConfig(ctx, &lambda.PutFunctionEventInvokeConfigInput{
+			FunctionName: aws.String(stepfunctions.FunctionName(w)), DestinationConfig: &recorder,
+			MaximumRetryAttempts:     aws.Int32(sizing.WorkerRetryAttempts),
+			MaximumEventAgeInSeconds: aws.Int32(int32(sizing.WorkerMaxEventAge / time.Second)),
+		})
+		if err != nil {
+			return fmt.Errorf("devstack: event invoke config of %s: %w", w, err)
 		}
 	}
 	return nil
@@ -740,6 +776,35 @@ func edgeRouter(dynamoURL, kumoURL string, tap func(body []byte)) http.Handler {
 		}
 		kumoProxy.ServeHTTP(w, r)
 	})
+}
+
+// failTasks makes a Lambda task of kumo's Step Functions fail when its function failed, as on
+// AWS, where the task's Retry and Catch then apply: kumo reads only the HTTP status of the
+// invocation, and Lambda answers a function error with 200 and X-Amz-Function-Error. A Run
+// that failed (or whose recorder was killed) while the workflow waits on its task token
+// would otherwise leave the execution waiting for the task's whole timeout.
+func failTasks(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := quotas.InvokedFunction(r); ok && quotas.FromStepFunctions(r) {
+			w = taskFailure{w}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type taskFailure struct{ http.ResponseWriter }
+
+func (w taskFailure) WriteHeader(status int) {
+	if status == http.StatusOK && w.Header().Get("X-Amz-Function-Error") != "" {
+		status = http.StatusInternalServerError
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w taskFailure) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // Functions names the stack's functions: longrun's own and the workers', as their

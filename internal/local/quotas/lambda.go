@@ -31,7 +31,7 @@ func (g *Gate) invoke(w http.ResponseWriter, r *http.Request, fn string) {
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	task := fromStepFunctions(r)
+	task := FromStepFunctions(r)
 	// Step Functions checks a task's input before it invokes anything: the task fails with
 	// States.DataLimitExceeded and Lambda never sees the call.
 	if lim := g.limits.StatesPayload; task && lim > 0 && len(body) > lim {
@@ -134,11 +134,11 @@ func isSync(r *http.Request) bool {
 	return t == "" || t == "RequestResponse"
 }
 
-// fromStepFunctions reports kumo's Step Functions invoking a Lambda task: kumo signs its
+// FromStepFunctions reports kumo's Step Functions invoking a Lambda task: kumo signs its
 // internal calls with a fixed credential scope of its own (awsauth.ScopeHeader, "Credential=kumo/…")
 // and its Step Functions engine sets no invocation type, unlike its API Gateway (RequestResponse)
 // and its event deliveries (Event). An AWS SDK signs with the caller's credentials.
-func fromStepFunctions(r *http.Request) bool {
+func FromStepFunctions(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Authorization"), "Credential=kumo/") &&
 		r.Header.Get("X-Amz-Invocation-Type") == ""
 }

@@ -36,6 +36,10 @@ func stepFunctionsBuckets() map[string]Bucket {
 		"StartExecution":    {Size: 1300, RefillPerSecond: 300},
 		"DescribeExecution": {Size: 300, RefillPerSecond: 15},
 		"StopExecution":     {Size: 1000, RefillPerSecond: 200},
+		// The recorder answers a parked Run's task token, and tells it before each step
+		// that the Run goes on.
+		"SendTaskSuccess":   {Size: 1500, RefillPerSecond: 500},
+		"SendTaskHeartbeat": {Size: 1500, RefillPerSecond: 500},
 	}
 }
 

@@ -159,6 +159,20 @@ type Recorder struct {
 	RunBudget time.Duration
 	// RunIDs names each Run, for the lease on the steps it invokes; nil draws random ids.
 	RunIDs func() string
+	// Sender sends steps asynchronously for a Run the workflow calls with a task token,
+	// which Callbacks answers: a parked Run (park.go). Without both, every Run waits for its
+	// steps in its own invocation (Invoker).
+	Sender    Sender
+	Callbacks Callbacks
+	// Deliveries reads a payload as a Delivery of a step's end (lambdainvoke.Destination
+	// on AWS); ok is false for any other payload. nil reads none.
+	Deliveries func(raw json.RawMessage) (d Delivery, ok bool)
+	// ParkBudget bounds how long a parked Run goes on starting steps (0: DefaultParkBudget).
+	ParkBudget time.Duration
+	// MaxEventAge is how long Lambda may keep a sent step queued before it runs or gives up
+	// (the worker's event invoke config; 0: DefaultMaxEventAge): a parked step's lease
+	// lasts that long and its stepTimeout after it.
+	MaxEventAge time.Duration
 }
 
 func (r *Recorder) runID() string {
@@ -385,6 +399,12 @@ type pace struct {
 	// run names the Run (one invocation of the recorder), which leases the steps it
 	// invokes; "" (Handle, the workflow before Run) takes no lease.
 	run string
+	// park is the parked Run's callback, kept in the lease of each step it sends (nil:
+	// the Run waits for its steps in its own invocation).
+	park *parked
+	// delivered is the step whose end a Delivery brought: the lease in force must be the
+	// Run's for that step, or the delivery is stale (errStale) and changes nothing.
+	delivered int
 }
 
 // ErrStepInFlight is a Run's answer when another Run of its execution holds the lease of a
@@ -407,12 +427,18 @@ func (r *Recorder) leased(ctx context.Context, op operation.Operation, out []ope
 	case NextWork:
 		need := now.Add(time.Duration(d.StepTimeoutSeconds)*time.Second + recordReserve)
 		until := need
-		if dl, ok := ctx.Deadline(); ok && now.Add(time.Until(dl)).After(until) {
+		if dl, ok := ctx.Deadline(); ok && now.Add(time.Until(dl)).After(until) && p.park == nil {
 			until = now.Add(time.Until(dl)) // the runtime's deadline, on this clock
 		}
 		lease = &operation.Lease{Run: p.run, Execution: name, Until: until}
+		if p.park != nil {
+			// A step sent asynchronously may wait in Lambda's queue as long as the event
+			// may live, and then run for its stepTimeout.
+			lease.Until = need.Add(r.maxEventAge())
+			lease.Callback = p.park.callback(d.Request.Step)
+		}
 		if len(out) == 0 {
-			if held := op.InFlight(now); held != nil && held.Run == p.run && !held.Until.Before(need) {
+			if held := op.InFlight(now); held != nil && held.Run == p.run && !held.Until.Before(need) && held.Callback == lease.Callback {
 				return nil // a quiet step: the Run's lease covers it
 			}
 			out = append(out, operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now,
@@ -524,14 +550,18 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 	var decision Decision
 	var recorded *operation.Fact
 	var recordedAt time.Time
-	blocked := false
+	blocked, late := false, false
 	op, err := facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
-		decision, recorded, blocked = Decision{Next: NextDone}, nil, false
+		decision, recorded, blocked, late, progressed = Decision{Next: NextDone}, nil, false, false, false
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		now := r.Now()
 		recordedAt = now
 		if op.State.Terminal() || op.State == operation.OutcomeUnknown && e.fact == nil {
 			return nil, nil // settled elsewhere: do no more work and record nothing
+		}
+		if stale(op, p) {
+			late = true
+			return nil, nil
 		}
 		var out []operation.Fact
 		add := func(f operation.Fact) {
@@ -559,6 +589,10 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			return nil, nil // another execution carries the work on: do nothing here
 		}
 		if l := op.InFlight(now); p.run != "" && l != nil && l.Run != p.run {
+			if f := adopt(op, l, p, now); f != nil {
+				decision = Decision{Next: NextParked}
+				return []operation.Fact{*f}, nil
+			}
 			// Another Run has a step in flight (the workflow retried this one while that
 			// one still runs, or this continuation was started while a retried Run of its
 			// predecessor ran a step): deciding anything now, or naming this execution the
@@ -592,7 +626,6 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		if f == nil && d.Next == NextWork && p.fits != nil && !p.fits(time.Duration(d.StepTimeoutSeconds)*time.Second) {
 			d.Next = NextContinue
 		}
-		progressed = false
 		switch {
 		case f != nil: // the work stops here: one fact says so, and how far it came
 			f.Progress = progress
@@ -613,6 +646,9 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 	}
 	if blocked {
 		return handled{}, ErrStepInFlight
+	}
+	if late {
+		return handled{}, errStale
 	}
 	if recorded != nil {
 		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", recorded.Kind, "state", op.State,

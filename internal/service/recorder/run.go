@@ -39,11 +39,13 @@ type Executions interface {
 	Running(ctx context.Context, ref string) (bool, error)
 }
 
-// Call is what the workflow's Run state sends: its state, and the function of the type's
-// worker.
+// Call is what the workflow's Run state sends: its state, the function of the type's
+// worker, and the task token by which a parked Run answers (none from a workflow that
+// waits for the Run's own answer).
 type Call struct {
 	State  Input  `json:"state"`
 	Worker string `json:"worker"`
+	Token  string `json:"token,omitempty"`
 }
 
 // ProgressEvery is how often a Run records the progress of steps that go on at once: a
@@ -54,10 +56,15 @@ const ProgressEvery = time.Second
 // recordReserve is the time a Run keeps, after a step's stepTimeout, to record its end.
 const recordReserve = 20 * time.Second
 
-// Serve answers the workflow: a Run call (the state and the worker) runs steps; the state
-// alone is the workflow before Run, which invoked the worker itself between calls (an
+// Serve answers the workflow, and Lambda's delivery of a parked step's end (Deliver): a Run
+// call (the state and the worker) runs steps; the state alone is the workflow before Run, which invoked the worker itself between calls (an
 // execution started before an upgrade), and is answered as then.
 func (r *Recorder) Serve(ctx context.Context, raw json.RawMessage) (Decision, error) {
+	if r.Deliveries != nil {
+		if d, ok := r.Deliveries(raw); ok {
+			return Decision{Next: NextParked}, r.Deliver(ctx, d)
+		}
+	}
 	var call Call
 	if err := json.Unmarshal(raw, &call); err != nil {
 		return Decision{}, err
@@ -79,34 +86,74 @@ func (r *Recorder) Serve(ctx context.Context, raw json.RawMessage) (Decision, er
 // for another step's stepTimeout. The first step of a Run always runs: the deployment gives
 // the recorder room for the longest step (sizing.RecorderTimeout).
 //
+// A Run the workflow calls with a task token (call.Token) is parked instead, when the
+// recorder has a Sender: it sends each step to the worker asynchronously and returns, so
+// that only the worker holds a Lambda slot while the step runs. How the step ended comes
+// back in a Delivery (Deliver), which goes on with the same Run: it records the end, gates
+// and sends the next step, and answers the workflow through the token once the work is
+// done, stopped or handed on (park.go).
+//
 // Delivery stays at least once: a Run that fails is retried by the workflow from the state
 // the workflow holds, so the steps it had run since are run again (the protocol's
 // deduplication identity, operation id and step, makes that safe); facts already recorded
 // are not recorded twice.
 func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
+	if call.Token != "" && (r.Sender == nil || r.Callbacks == nil) {
+		return Decision{}, errors.New("recorder: a Run with a task token needs a Sender and Callbacks")
+	}
 	ctx, span := tracelink.Start(ctx, r.Tracer, "run", call.State.Traceparent, tracelink.AttrOperationID.String(call.State.OperationID))
-	steps := 0
+	rc := runContext{worker: call.Worker, self: call.State.self(), run: r.runID(), start: r.Now()}
+	if call.Token != "" {
+		rc.park = &parked{Token: call.Token, Worker: call.Worker, K: rc.self.k, Resume: rc.self.resume,
+			Traceparent: call.State.Traceparent, Since: rc.start.Unix()}
+	}
 	defer func() {
-		span.SetAttributes(attribute.Int("longrun.steps", steps))
+		span.SetAttributes(attribute.Int("longrun.steps", rc.steps))
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, "run failed")
 		}
 		span.End()
 	}()
-	start := r.Now()
-	lastProgress := start
-	in := call.State
-	self, run := in.self(), r.runID()
-	for ran := 0; ; ran++ {
-		p := pace{quiet: r.Now().Sub(lastProgress) < ProgressEvery, self: self, run: run}
+	d, err := r.steps(ctx, call.State, &rc, 0)
+	return r.answered(ctx, rc, d, err)
+}
+
+// runContext is what one Run carries from step to step: the worker's function, the
+// execution it runs in, its name for leases, when it began, and, when it is parked, how it
+// is resumed.
+type runContext struct {
+	worker string
+	self   *continuation
+	run    string
+	start  time.Time
+	park   *parked
+	// delivered is the step whose end a Delivery brought (0 in a Run the workflow called):
+	// its lease must still be this Run's for that step, or the delivery is stale.
+	delivered int
+	steps     int
+}
+
+// steps runs the operation's steps from in, the ran-th of the Run first, until the work is
+// done, stopped or handed on, or, parked, until a step is sent.
+func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int) (Decision, error) {
+	lastProgress := rc.start
+	for ; ; ran++ {
+		// A parked Run writes a fact per step anyway (its lease names the step), so no
+		// progress is held back.
+		p := pace{quiet: rc.park == nil && r.Now().Sub(lastProgress) < ProgressEvery, self: rc.self, run: rc.run,
+			park: rc.park, delivered: rc.delivered}
+		rc.delivered = 0
 		if ran > 0 {
-			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, start, stepTimeout) }
+			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, rc, stepTimeout) }
 		}
 		h, err := r.handleRetrying(ctx, in, p)
 		d, progressed := h.Decision, h.progressed
 		if errors.Is(err, ErrStepInFlight) {
 			r.Log.WarnContext(ctx, "step in flight elsewhere", "operation_id", in.OperationID)
+			return Decision{}, err
+		}
+		if errors.Is(err, errStale) {
 			return Decision{}, err
 		}
 		if err != nil {
@@ -122,8 +169,10 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 			lastProgress = r.Now()
 		}
 		switch d.Next {
+		case NextParked: // a retried Run took over the step its first attempt sent
+			return d, nil
 		case NextWait, NextContinue:
-			return r.handBack(ctx, in, h, run)
+			return r.handBack(ctx, in, h, rc.run)
 		case NextWork:
 		default:
 			return d.slim(), nil
@@ -132,21 +181,38 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 		if err != nil {
 			return Decision{}, err
 		}
-		steps++
-		out, err := r.Invoker.Invoke(ctx, call.Worker, payload, time.Duration(d.StepTimeoutSeconds)*time.Second)
+		rc.steps++
 		next := Input{OperationID: in.OperationID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent,
 			Continuation: in.Continuation, Gate: &Gate{Decision: &d}}
-		var ie *step.InvokeError
-		switch {
-		case err == nil:
-			next.Task = &Task{Report: out}
-		case errors.As(err, &ie):
-			next.Error = &TaskError{Error: ie.Name, Cause: truncate(ie.Cause, 300)}
-		default:
-			next.Error = &TaskError{Error: "Lambda.Unknown", Cause: truncate(err.Error(), 300)}
+		if rc.park != nil {
+			if ran > 0 && !r.goesOn(ctx, in.OperationID, rc) {
+				return Decision{Next: NextDone}, nil
+			}
+			err = r.Sender.Send(ctx, rc.worker, payload)
+			if err == nil {
+				return Decision{Next: NextParked}, nil
+			}
+			r.Log.WarnContext(ctx, "step not sent", "operation_id", in.OperationID, "step", d.Request.Step, "error", err.Error())
+			next.Error = taskError(err)
+		} else {
+			out, err := r.Invoker.Invoke(ctx, rc.worker, payload, time.Duration(d.StepTimeoutSeconds)*time.Second)
+			if err == nil {
+				next.Task = &Task{Report: out}
+			} else {
+				next.Error = taskError(err)
+			}
 		}
 		in = next
 	}
+}
+
+// taskError is an invocation's failure as the workflow's Catch would have put it.
+func taskError(err error) *TaskError {
+	var ie *step.InvokeError
+	if errors.As(err, &ie) {
+		return &TaskError{Error: ie.Name, Cause: truncate(ie.Cause, 300)}
+	}
+	return &TaskError{Error: "Lambda.Unknown", Cause: truncate(err.Error(), 300)}
 }
 
 // slim is d as it is handed to Step Functions, whose execution input, task input and task
@@ -185,9 +251,13 @@ func (in Input) self() *continuation {
 }
 
 // fits says whether a step of stepTimeout, and the recording after it, fit in what is left
-// of the invocation (ctx's deadline) and of RunBudget since the Run started.
-func (r *Recorder) fits(ctx context.Context, start time.Time, stepTimeout time.Duration) bool {
-	if r.RunBudget > 0 && r.Now().Sub(start) >= r.RunBudget {
+// of the invocation (ctx's deadline) and of RunBudget since the Run started. A parked Run
+// waits in no invocation: only its budget (ParkBudget) bounds it.
+func (r *Recorder) fits(ctx context.Context, rc *runContext, stepTimeout time.Duration) bool {
+	if rc.park != nil {
+		return r.Now().Sub(rc.start) < r.parkBudget()
+	}
+	if r.RunBudget > 0 && r.Now().Sub(rc.start) >= r.RunBudget {
 		return false
 	}
 	deadline, ok := ctx.Deadline() // the runtime's: wall-clock time
@@ -200,7 +270,7 @@ func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (handle
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		h, err := r.handle(ctx, in, p)
-		if err == nil || attempt == 4 || in.ran() == nil || errors.Is(err, ErrStepInFlight) {
+		if err == nil || attempt == 4 || in.ran() == nil || errors.Is(err, ErrStepInFlight) || errors.Is(err, errStale) {
 			return h, err
 		}
 		select {

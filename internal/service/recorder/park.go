@@ -1,0 +1,230 @@
+package recorder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/longrun-dev/longrun/internal/core/facts"
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/step"
+	"github.com/longrun-dev/longrun/internal/core/tracelink"
+)
+
+// A parked Run holds no Lambda slot while its step runs. The workflow's Run state waits on a
+// task token; the recorder sends the step to the worker asynchronously and returns at once.
+// Lambda queues the step (it retries a throttled one itself), runs the worker, and hands how
+// it ended to the recorder (the worker's destination: a Delivery). The recorder records the
+// end, gates the next step and sends it, and so on, each time in a short invocation of its
+// own; when the work is done, stopped or handed on, it answers the token with the decision
+// the workflow would have had from a Run that waited. What a later invocation needs to go on
+// (the token above all) is kept in the step's lease, written before the step is sent.
+
+// NextParked is a parked Run's answer to its own invocation: the step is sent, and the
+// workflow hears the decision through its task token. The workflow never sees it.
+const NextParked = "parked"
+
+// Sender sends a step to a worker's function asynchronously (internal/aws/lambdainvoke on
+// AWS). An error is *step.InvokeError: step.ErrNotInvoked when Lambda refused it before
+// queueing it; any other may hide a step that will run.
+type Sender interface {
+	Send(ctx context.Context, function string, payload []byte) error
+}
+
+// Callbacks answers a workflow that waits on a task token (internal/aws/stepfunctions on
+// AWS). ErrCallbackGone means the token is no longer waited on.
+type Callbacks interface {
+	Answer(ctx context.Context, token string, output []byte) error
+	// Alive says whether the task still waits on token, and tells it the Run goes on
+	// (a heartbeat): false once its execution was stopped or the task gave up.
+	Alive(ctx context.Context, token string) (bool, error)
+}
+
+// ErrCallbackGone is Callbacks' answer for a token nobody waits on any more: its task timed
+// out or was answered, or its execution ended.
+var ErrCallbackGone = errors.New("recorder: the task token is no longer waited on")
+
+// Delivery is how a step sent asynchronously ended, as the recorder hears of it (on AWS the
+// record Lambda hands the worker's destination, read by lambdainvoke.Destination): the
+// request the worker was sent, and its report or how its invocation failed.
+type Delivery struct {
+	Request json.RawMessage
+	Task    *Task
+	Error   *TaskError
+}
+
+// DefaultParkBudget is how long a parked Run goes on starting steps before it hands the work
+// on to the operation's next execution, when ParkBudget is not set. A parked Run costs
+// nothing while it waits, so the bound only keeps an execution's task within the workflow's
+// Run timeout (operation.asl.json: ParkBudget, the longest step and its queueing fit in it).
+const DefaultParkBudget = time.Hour
+
+// DefaultMaxEventAge is how long Lambda keeps an asynchronous step queued (retrying a
+// throttled one) before it gives up, when MaxEventAge is not set: Lambda's own default.
+const DefaultMaxEventAge = 6 * time.Hour
+
+func (r *Recorder) parkBudget() time.Duration {
+	if r.ParkBudget > 0 {
+		return r.ParkBudget
+	}
+	return DefaultParkBudget
+}
+
+func (r *Recorder) maxEventAge() time.Duration {
+	if r.MaxEventAge > 0 {
+		return r.MaxEventAge
+	}
+	return DefaultMaxEventAge
+}
+
+// parked is what a parked Run keeps in the lease of the step it sent (Lease.Callback), for
+// the invocation that hears how the step ended.
+type parked struct {
+	Token       string `json:"t"`
+	Worker      string `json:"w"`
+	Step        int    `json:"s"`
+	K           int    `json:"k,omitempty"`
+	Resume      bool   `json:"r,omitempty"`
+	Traceparent string `json:"p,omitempty"`
+	Since       int64  `json:"a"` // when the Run began, in Unix seconds (ParkBudget)
+}
+
+// callback is p for step n, as a lease keeps it.
+func (p parked) callback(n int) string {
+	p.Step = n
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// parkedIn reads the parked Run a lease keeps; ok is false for a lease of a Run that waits.
+func parkedIn(l *operation.Lease) (p parked, ok bool) {
+	if l == nil || l.Callback == "" {
+		return parked{}, false
+	}
+	return p, json.Unmarshal([]byte(l.Callback), &p) == nil && p.Token != ""
+}
+
+// adopt is the fact by which a Run the workflow called again (its task failed or timed out
+// while the step of its first attempt was sent) takes over that step's lease with its own
+// token, so that the step's delivery answers the task that now waits. nil when the lease
+// in flight is not a parked one of this execution.
+func adopt(op operation.Operation, held *operation.Lease, p pace, now time.Time) *operation.Fact {
+	pk, ok := parkedIn(held)
+	if p.park == nil || p.delivered > 0 || !ok || held.Execution != p.self.name(op.ID) {
+		return nil
+	}
+	pk.Token = p.park.Token
+	l := *held
+	l.Callback = pk.callback(pk.Step)
+	return &operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now, Progress: op.Progress, Lease: &l}
+}
+
+// stale says whether a delivery of step p.delivered's end comes too late or twice: the
+// lease in force is not this Run's for that step (its end was recorded, or the work went
+// on without it). The real end of a step whose outcome was given up on as unknown is
+// recorded all the same (handle).
+func stale(op operation.Operation, p pace) bool {
+	if p.delivered == 0 {
+		return false
+	}
+	pk, ok := parkedIn(op.Lease)
+	return !ok || op.Lease.Run != p.run || pk.Step != p.delivered
+}
+
+// Deliver goes on with the parked Run whose step ended as d says: it records the end and
+// goes on as Run does, then answers the workflow's token once the work is done, stopped or
+// handed on. A delivery that is stale (Lambda delivers at least once; a Run may have given
+// up on the step) changes nothing.
+func (r *Recorder) Deliver(ctx context.Context, d Delivery) (err error) {
+	var req step.Request
+	if err := json.Unmarshal(d.Request, &req); err != nil || req.OperationID == "" || req.Step < 1 {
+		return fmt.Errorf("recorder: a delivery of no step request: %w", errors.Join(err, errors.New("no operation or step")))
+	}
+	op, err := r.Store.Load(ctx, req.OperationID)
+	if err != nil {
+		return err
+	}
+	pk, ok := parkedIn(op.Lease)
+	if !ok && op.State == operation.OutcomeUnknown {
+		// The step was given up on as unknown; its real end is recorded (handle), and
+		// nobody waits for an answer.
+		_, err := r.handle(ctx, deliveredInput(op, req, parked{}, d), pace{})
+		return err
+	}
+	if !ok || pk.Step != req.Step {
+		r.Log.InfoContext(ctx, "stale delivery", "operation_id", op.ID, "step", req.Step, "state", op.State)
+		return nil
+	}
+	ctx, span := tracelink.Start(ctx, r.Tracer, "deliver", pk.Traceparent, tracelink.AttrOperationID.String(op.ID))
+	defer span.End()
+	rc := runContext{worker: pk.Worker, self: &continuation{k: pk.K, resume: pk.Resume}, run: op.Lease.Run,
+		start: time.Unix(pk.Since, 0), park: &pk, delivered: req.Step}
+	out, err := r.steps(ctx, deliveredInput(op, req, pk, d), &rc, 1)
+	if errors.Is(err, errStale) {
+		r.Log.InfoContext(ctx, "stale delivery", "operation_id", op.ID, "step", req.Step)
+		return nil
+	}
+	_, err = r.answered(ctx, rc, out, err)
+	return err
+}
+
+// deliveredInput is the workflow's state as a Run that waited for step req would have held
+// it when the step ended as d says.
+func deliveredInput(op operation.Operation, req step.Request, pk parked, d Delivery) Input {
+	return Input{OperationID: op.ID, CorrelationID: op.CorrelationID, Traceparent: pk.Traceparent, Continuation: pk.K,
+		Gate: &Gate{Decision: &Decision{Next: NextWork, StepTimeoutSeconds: req.StepTimeoutSeconds, Request: &req}},
+		Task: d.Task, Error: d.Error}
+}
+
+// errStale is handle's answer to a stale delivery: it recorded nothing.
+var errStale = errors.New("recorder: stale delivery")
+
+// answered is a parked Run's end: the decision d, unless the Run sent a step, goes to the
+// workflow through the token. A token nobody waits on is no error: the work went on
+// elsewhere (a retried Run took the step over, or the reconciler carries it on).
+func (r *Recorder) answered(ctx context.Context, rc runContext, d Decision, err error) (Decision, error) {
+	if rc.park == nil || err != nil || d.Next == NextParked {
+		return d, err
+	}
+	out, err := marshal(d)
+	if err != nil {
+		return Decision{}, err
+	}
+	if err := r.Callbacks.Answer(ctx, rc.park.Token, out); err != nil {
+		if errors.Is(err, ErrCallbackGone) {
+			r.Log.WarnContext(ctx, "answer not waited on", "next", d.Next, "error", err.Error())
+			return d, nil
+		}
+		return Decision{}, err
+	}
+	return d, nil
+}
+
+// goesOn says whether a parked Run may send its next step: its workflow still waits on its
+// token. An execution stopped behind the recorder's back goes no further; the lease the
+// gate took for the step is released, so that the reconciler finds the execution stopped
+// with nothing in flight and says so at once. An answer that does not come (throttled) lets
+// the work go on: a stop unseen now is the reconciler's to find.
+func (r *Recorder) goesOn(ctx context.Context, id string, rc *runContext) bool {
+	alive, err := r.Callbacks.Alive(ctx, rc.park.Token)
+	switch {
+	case err != nil:
+		r.Log.WarnContext(ctx, "workflow not asked", "operation_id", id, "error", err.Error())
+		return true
+	case alive:
+		return true
+	}
+	r.Log.WarnContext(ctx, "execution stopped", "operation_id", id)
+	_, err = facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+		if op.Lease == nil || op.Lease.Run != rc.run || op.State.Terminal() {
+			return nil, nil
+		}
+		return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(), Progress: op.Progress}}, nil
+	})
+	if err != nil {
+		r.Log.WarnContext(ctx, "lease not released", "operation_id", id, "error", err.Error())
+	}
+	return false
+}
