@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -58,6 +59,36 @@ func TestHugeExponentsAreRefusedAsTheBodyIsParsed(t *testing.T) {
 	}
 	if n := e.calls.Load(); n != 0 {
 		t.Fatalf("%d DynamoDB calls for refused bodies", n)
+	}
+	e.unchanged(before)
+}
+
+// Two spellings of one id take one lock, and a number that a double would turn into another
+// id is refused rather than given a lock of its own (issue #20, item 4: 9007199254740993.0
+// was admitted with the target acct:9007199254740993 and stored as 9007199254740992).
+func TestOneIDOneLockWhateverItsSpelling(t *testing.T) {
+	e := newEnv(t, withTypes(t, numberTypes))
+	first := e.admit("k-id-1", `{"type":"account.sync","input":{"id":9007199254740992.0}}`)
+	if first.status != http.StatusAccepted || first.json["target"] != "acct:9007199254740992" {
+		t.Fatalf("%d %s", first.status, first.body)
+	}
+	before := e.snapshot()
+	e.calls.Reset()
+	for i, body := range []string{
+		`{"type":"account.sync","input":{"id":9007199254740993.0}}`,
+		`{"type":"account.sync","input":{"id":9.007199254740993e15}}`,
+		`{"type":"account.sync","input":{"id":1,"ratio":0.29999999999999999}}`,
+	} {
+		r := e.admit(fmt.Sprintf("k-id-refused-%d", i), body)
+		wantProblem(t, r, http.StatusBadRequest, "invalid_input")
+	}
+	if n := e.calls.Load(); n != 0 {
+		t.Fatalf("%d DynamoDB calls for refused bodies", n)
+	}
+	second := e.admit("k-id-2", `{"type":"account.sync","input":{"id":90071992547409920e-1}}`)
+	wantProblem(t, second, http.StatusConflict, "target_busy")
+	if second.json["operationId"] != first.json["operationId"] {
+		t.Fatalf("target_busy names %v, want %v", second.json["operationId"], first.json["operationId"])
 	}
 	e.unchanged(before)
 }
