@@ -691,6 +691,12 @@ type ClientInterface interface {
 	// fingerprint is SHA-256 over method, route template, media type (lowercased,
 	// parameters dropped), operation type and its version, canonical target and the
 	// RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+	// Every number is read as a double, and that one value is what the input schema
+	// judges, the target is made of and the worker gets (`0.29999999999999999` is
+	// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+	// number beyond the doubles or a nonzero one that reads as 0, and a number that
+	// reads as an integer other than its value (`9007199254740993` reads as
+	// `9007199254740992`) are 400 `invalid_input`.
 	// Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 	// over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 	// than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -728,6 +734,12 @@ type ClientInterface interface {
 	// fingerprint is SHA-256 over method, route template, media type (lowercased,
 	// parameters dropped), operation type and its version, canonical target and the
 	// RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+	// Every number is read as a double, and that one value is what the input schema
+	// judges, the target is made of and the worker gets (`0.29999999999999999` is
+	// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+	// number beyond the doubles or a nonzero one that reads as 0, and a number that
+	// reads as an integer other than its value (`9007199254740993` reads as
+	// `9007199254740992`) are 400 `invalid_input`.
 	// Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 	// over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 	// than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -876,6 +888,12 @@ func (c *RawClient) ListOperations(ctx context.Context, params *ListOperationsPa
 // fingerprint is SHA-256 over method, route template, media type (lowercased,
 // parameters dropped), operation type and its version, canonical target and the
 // RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+// Every number is read as a double, and that one value is what the input schema
+// judges, the target is made of and the worker gets (`0.29999999999999999` is
+// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+// number beyond the doubles or a nonzero one that reads as 0, and a number that
+// reads as an integer other than its value (`9007199254740993` reads as
+// `9007199254740992`) are 400 `invalid_input`.
 // Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 // over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 // than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -923,6 +941,12 @@ func (c *RawClient) AdmitOperationWithBody(ctx context.Context, params *AdmitOpe
 // fingerprint is SHA-256 over method, route template, media type (lowercased,
 // parameters dropped), operation type and its version, canonical target and the
 // RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+// Every number is read as a double, and that one value is what the input schema
+// judges, the target is made of and the worker gets (`0.29999999999999999` is
+// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+// number beyond the doubles or a nonzero one that reads as 0, and a number that
+// reads as an integer other than its value (`9007199254740993` reads as
+// `9007199254740992`) are 400 `invalid_input`.
 // Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 // over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 // than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -1474,6 +1498,12 @@ type ClientWithResponsesInterface interface {
 	// fingerprint is SHA-256 over method, route template, media type (lowercased,
 	// parameters dropped), operation type and its version, canonical target and the
 	// RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+	// Every number is read as a double, and that one value is what the input schema
+	// judges, the target is made of and the worker gets (`0.29999999999999999` is
+	// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+	// number beyond the doubles or a nonzero one that reads as 0, and a number that
+	// reads as an integer other than its value (`9007199254740993` reads as
+	// `9007199254740992`) are 400 `invalid_input`.
 	// Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 	// over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 	// than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -1511,6 +1541,12 @@ type ClientWithResponsesInterface interface {
 	// fingerprint is SHA-256 over method, route template, media type (lowercased,
 	// parameters dropped), operation type and its version, canonical target and the
 	// RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+	// Every number is read as a double, and that one value is what the input schema
+	// judges, the target is made of and the worker gets (`0.29999999999999999` is
+	// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+	// number beyond the doubles or a nonzero one that reads as 0, and a number that
+	// reads as an integer other than its value (`9007199254740993` reads as
+	// `9007199254740992`) are 400 `invalid_input`.
 	// Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 	// over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 	// than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -2669,6 +2705,12 @@ func (c *ClientWithResponses) ListOperationsWithResponse(ctx context.Context, pa
 // fingerprint is SHA-256 over method, route template, media type (lowercased,
 // parameters dropped), operation type and its version, canonical target and the
 // RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+// Every number is read as a double, and that one value is what the input schema
+// judges, the target is made of and the worker gets (`0.29999999999999999` is
+// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+// number beyond the doubles or a nonzero one that reads as 0, and a number that
+// reads as an integer other than its value (`9007199254740993` reads as
+// `9007199254740992`) are 400 `invalid_input`.
 // Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 // over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 // than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -2712,6 +2754,12 @@ func (c *ClientWithResponses) AdmitOperationWithBodyWithResponse(ctx context.Con
 // fingerprint is SHA-256 over method, route template, media type (lowercased,
 // parameters dropped), operation type and its version, canonical target and the
 // RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+// Every number is read as a double, and that one value is what the input schema
+// judges, the target is made of and the worker gets (`0.29999999999999999` is
+// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+// number beyond the doubles or a nonzero one that reads as 0, and a number that
+// reads as an integer other than its value (`9007199254740993` reads as
+// `9007199254740992`) are 400 `invalid_input`.
 // Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 // over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 // than `application/json`, or a `charset` other than `utf-8`; a missing
