@@ -158,7 +158,7 @@ type Accepted struct {
 	// StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 	StatusURL StatusURL `json:"statusUrl"`
 
-	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server).
+	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 	Target Target `json:"target"`
 
 	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
@@ -267,7 +267,7 @@ type OperationRepresentation struct {
 	// StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 	StatusURL StatusURL `json:"statusUrl"`
 
-	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server).
+	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 	Target   Target `json:"target"`
 	Terminal bool   `json:"terminal"`
 
@@ -404,7 +404,7 @@ type State string
 // StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 type StatusURL = string
 
-// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server).
+// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 type Target = string
 
 // Timestamp defines model for Timestamp.
