@@ -10,32 +10,9 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
 
-// numberTypes is a type with numbers where its schema reads them: an integer that makes the
-// target, an array of integers, and bounds that a rounded value could cross.
-const numberTypes = `
-types:
-  - name: account.sync
-    version: 1
-    description: Sync an account.
-    worker: accounts
-    deadline: 1h
-    stepTimeout: 60s
-    maxSteps: 1
-    target: "acct:{/id}"
-    input:
-      type: object
-      additionalProperties: false
-      required: [id]
-      properties:
-        id: {type: integer}
-        ids: {type: array, items: {type: integer}}
-        weight: {type: number, exclusiveMinimum: 0}
-        ratio: {type: number, exclusiveMaximum: 0.3}
-`
-
 func numberService(tb testing.TB, store Store) *Service {
 	tb.Helper()
-	file, err := optype.Parse("numbers.types.yaml", []byte(numberTypes))
+	file, err := optype.Load("testdata/numbers.types.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}

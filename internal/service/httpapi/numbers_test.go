@@ -3,32 +3,20 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 )
 
-// A type defined only here, with numbers where a schema reads them: an integer that makes
-// the target, an array of integers, and bounds that a rounded value could cross.
-const numberTypes = `
-types:
-  - name: account.sync
-    version: 1
-    description: Sync an account.
-    worker: accounts
-    deadline: 1h
-    stepTimeout: 60s
-    maxSteps: 1
-    target: "acct:{/id}"
-    input:
-      type: object
-      additionalProperties: false
-      required: [id]
-      properties:
-        id: {type: integer}
-        ids: {type: array, items: {type: integer}}
-        weight: {type: number, exclusiveMinimum: 0}
-        ratio: {type: number, exclusiveMaximum: 0.3}
-`
+// numberTypes is admission's fixture: a type with numbers where its schema reads them (an
+// integer that makes the target, an array of integers, bounds a rounded value could cross).
+func numberTypes(t *testing.T) option {
+	yaml, err := os.ReadFile("../../core/admission/testdata/numbers.types.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return withTypes(t, string(yaml))
+}
 
 // hugeExponents is the body of issue #20: 300 numbers of a huge negative exponent in an
 // integer array, 3 KiB. Each used to read as 0, and the schema library spent 35–190 ms
@@ -41,7 +29,7 @@ func hugeExponents() string {
 // value: a 400 that names it, no DynamoDB call, nothing written. (How fast it is refused is
 // BenchmarkHugeExponentsAreRefused's, in internal/core/admission.)
 func TestHugeExponentsAreRefusedAsTheBodyIsParsed(t *testing.T) {
-	e := newEnv(t, withTypes(t, numberTypes))
+	e := newEnv(t, numberTypes(t))
 	before := e.snapshot()
 	e.calls.Reset()
 	for _, body := range []string{
@@ -67,7 +55,7 @@ func TestHugeExponentsAreRefusedAsTheBodyIsParsed(t *testing.T) {
 // id is refused rather than given a lock of its own (issue #20, item 4: 9007199254740993.0
 // was admitted with the target acct:9007199254740993 and stored as 9007199254740992).
 func TestOneIDOneLockWhateverItsSpelling(t *testing.T) {
-	e := newEnv(t, withTypes(t, numberTypes))
+	e := newEnv(t, numberTypes(t))
 	first := e.admit("k-id-1", `{"type":"account.sync","input":{"id":9007199254740992.0}}`)
 	if first.status != http.StatusAccepted || first.json["target"] != "acct:9007199254740992" {
 		t.Fatalf("%d %s", first.status, first.body)
