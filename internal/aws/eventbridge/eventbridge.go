@@ -178,10 +178,8 @@ func (b *Bus) pause(ctx context.Context, d time.Duration) error {
 	if b.Pause != nil {
 		return b.Pause(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -129,19 +130,27 @@ func TestSmallEventsGoTenToACall(t *testing.T) {
 // projection is the stream record of a projection's change to version 4, succeeded with
 // result, as the store writes it.
 func projection(i int, result string) events.DynamoDBEventRecord {
-	id := fmt.Sprintf("op_01JDY3Q4W5E6R7T8Y9V0A1B2%02d", i)
-	rep, _ := json.Marshal(map[string]any{"operationId": id, "type": "demo.task", "target": "demo:x", "state": "succeeded",
-		"terminal": true, "version": 4, "updatedAt": "2026-11-30T10:00:04.000Z", "result": json.RawMessage(result)})
+	return record(fmt.Sprintf("op_01JDY3Q4W5E6R7T8Y9V0A1B2%02d", i), 100+i, 4, "succeeded",
+		map[string]any{"terminal": true, "result": json.RawMessage(result)})
+}
+
+// record is the stream record of operation id's change from running to state at version,
+// its representation carrying more as well.
+func record(id string, seq, version int, state string, more map[string]any) events.DynamoDBEventRecord {
+	fields := map[string]any{"operationId": id, "type": "demo.task", "target": "demo:x", "state": state,
+		"version": version, "updatedAt": "2026-11-30T10:00:04.000Z"}
+	maps.Copy(fields, more)
+	rep, _ := json.Marshal(fields)
 	var r events.DynamoDBEventRecord
 	r.EventName = "MODIFY"
-	r.Change.SequenceNumber = fmt.Sprint(100 + i)
+	r.Change.SequenceNumber = fmt.Sprint(seq)
 	r.Change.NewImage = map[string]events.DynamoDBAttributeValue{
 		"pk": events.NewStringAttribute("OP#" + id), "sk": events.NewStringAttribute("META"),
-		"tenant": events.NewStringAttribute("acme"), "state": events.NewStringAttribute("succeeded"),
-		"version": events.NewNumberAttribute("4"), "rep": events.NewStringAttribute(string(rep)),
+		"tenant": events.NewStringAttribute("acme"), "state": events.NewStringAttribute(state),
+		"version": events.NewNumberAttribute(fmt.Sprint(version)), "rep": events.NewStringAttribute(string(rep)),
 	}
 	r.Change.OldImage = map[string]events.DynamoDBAttributeValue{
-		"sk": events.NewStringAttribute("META"), "state": events.NewStringAttribute("running"), "version": events.NewNumberAttribute("3"),
+		"sk": events.NewStringAttribute("META"), "state": events.NewStringAttribute("running"), "version": events.NewNumberAttribute(fmt.Sprint(version - 1)),
 	}
 	return r
 }
@@ -255,32 +264,13 @@ func (f *flakyEventBridge) PutEvents(_ context.Context, in *sdk.PutEventsInput, 
 	return out, nil
 }
 
-// record is the stream record of operation id's change to version (state "running", so
-// every version is a change the notifier publishes).
-func record(id string, seq, version int) events.DynamoDBEventRecord {
-	rep, _ := json.Marshal(map[string]any{"operationId": id, "type": "demo.task", "target": "demo:" + id, "state": "running",
-		"version": version, "updatedAt": "2026-11-30T10:00:04.000Z"})
-	var r events.DynamoDBEventRecord
-	r.EventName = "MODIFY"
-	r.Change.SequenceNumber = fmt.Sprint(1000 + seq)
-	r.Change.NewImage = map[string]events.DynamoDBAttributeValue{
-		"pk": events.NewStringAttribute("OP#" + id), "sk": events.NewStringAttribute("META"),
-		"tenant": events.NewStringAttribute("acme"), "state": events.NewStringAttribute("running"),
-		"version": events.NewNumberAttribute(fmt.Sprint(version)), "rep": events.NewStringAttribute(string(rep)),
-	}
-	r.Change.OldImage = map[string]events.DynamoDBAttributeValue{
-		"sk": events.NewStringAttribute("META"), "state": events.NewStringAttribute("running"), "version": events.NewNumberAttribute(fmt.Sprint(version - 1)),
-	}
-	return r
-}
-
 // interleaved is a stream batch in which three operations' versions interleave, as the
 // changes of concurrent operations do: a, b, c at versions 2 to 5.
 func interleaved() events.DynamoDBEvent {
 	var ev events.DynamoDBEvent
 	for v := 2; v <= 5; v++ {
 		for _, id := range []string{"op_a", "op_b", "op_c"} {
-			ev.Records = append(ev.Records, record(id, len(ev.Records), v))
+			ev.Records = append(ev.Records, record(id, 1000+len(ev.Records), v, "running", nil)) // every version a change
 		}
 	}
 	return ev

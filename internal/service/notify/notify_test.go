@@ -96,11 +96,7 @@ func TestFailureRetriesFromThere(t *testing.T) {
 		projection("op_1", "12", 1, 2, "accepted", "dispatched"),
 	}}
 	resp, _ := n.HandleStream(context.Background(), ev)
-	var failed []string
-	for _, f := range resp.BatchItemFailures {
-		failed = append(failed, f.ItemIdentifier)
-	}
-	if fmt.Sprint(failed) != "[11 12]" || len(b.got) != 1 {
+	if failed := failedRecords(resp); fmt.Sprint(failed) != "[11 12]" || len(b.got) != 1 {
 		t.Fatalf("failed %v published %+v", failed, b.got)
 	}
 }
@@ -119,16 +115,21 @@ func TestOnlyWhatIsNotOnTheBusIsReportedFailed(t *testing.T) {
 		projection("op_3", "12", 0, 1, "", "accepted"),
 	}}
 	resp, err := n.HandleStream(context.Background(), ev)
-	var failed []string
-	for _, f := range resp.BatchItemFailures {
-		failed = append(failed, f.ItemIdentifier)
-	}
-	if err != nil || fmt.Sprint(failed) != "[11]" || len(b.got) != 2 {
+	if failed := failedRecords(resp); err != nil || fmt.Sprint(failed) != "[11]" || len(b.got) != 2 {
 		t.Fatalf("failed %v, published %d: %v", failed, len(b.got), err)
 	}
 	if !strings.Contains(logs.String(), `"unpublished":["op_2@1"]`) || strings.Count(logs.String(), `"msg":"event published"`) != 2 {
 		t.Fatalf("logs:\n%s", logs.String())
 	}
+}
+
+// failedRecords is the sequence numbers resp reports failed.
+func failedRecords(resp events.DynamoDBEventResponse) []string {
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	return failed
 }
 
 func change(result json.RawMessage, problem *operation.Problem) notify.StateChange {
