@@ -158,7 +158,7 @@ type Accepted struct {
 	// StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 	StatusURL StatusURL `json:"statusUrl"`
 
-	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server).
+	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 	Target Target `json:"target"`
 
 	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
@@ -267,7 +267,7 @@ type OperationRepresentation struct {
 	// StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 	StatusURL StatusURL `json:"statusUrl"`
 
-	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server).
+	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 	Target   Target `json:"target"`
 	Terminal bool   `json:"terminal"`
 
@@ -404,7 +404,7 @@ type State string
 // StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 type StatusURL = string
 
-// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server).
+// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 type Target = string
 
 // Timestamp defines model for Timestamp.
@@ -691,6 +691,12 @@ type ClientInterface interface {
 	// fingerprint is SHA-256 over method, route template, media type (lowercased,
 	// parameters dropped), operation type and its version, canonical target and the
 	// RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+	// Every number is read as a double, and that one value is what the input schema
+	// judges, the target is made of and the worker gets (`0.29999999999999999` is
+	// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+	// number beyond the doubles or a nonzero one that reads as 0, and a number that
+	// reads as an integer other than its value (`9007199254740993` reads as
+	// `9007199254740992`) are 400 `invalid_input`.
 	// Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 	// over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 	// than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -728,6 +734,12 @@ type ClientInterface interface {
 	// fingerprint is SHA-256 over method, route template, media type (lowercased,
 	// parameters dropped), operation type and its version, canonical target and the
 	// RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+	// Every number is read as a double, and that one value is what the input schema
+	// judges, the target is made of and the worker gets (`0.29999999999999999` is
+	// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+	// number beyond the doubles or a nonzero one that reads as 0, and a number that
+	// reads as an integer other than its value (`9007199254740993` reads as
+	// `9007199254740992`) are 400 `invalid_input`.
 	// Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 	// over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 	// than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -876,6 +888,12 @@ func (c *RawClient) ListOperations(ctx context.Context, params *ListOperationsPa
 // fingerprint is SHA-256 over method, route template, media type (lowercased,
 // parameters dropped), operation type and its version, canonical target and the
 // RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+// Every number is read as a double, and that one value is what the input schema
+// judges, the target is made of and the worker gets (`0.29999999999999999` is
+// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+// number beyond the doubles or a nonzero one that reads as 0, and a number that
+// reads as an integer other than its value (`9007199254740993` reads as
+// `9007199254740992`) are 400 `invalid_input`.
 // Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 // over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 // than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -923,6 +941,12 @@ func (c *RawClient) AdmitOperationWithBody(ctx context.Context, params *AdmitOpe
 // fingerprint is SHA-256 over method, route template, media type (lowercased,
 // parameters dropped), operation type and its version, canonical target and the
 // RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+// Every number is read as a double, and that one value is what the input schema
+// judges, the target is made of and the worker gets (`0.29999999999999999` is
+// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+// number beyond the doubles or a nonzero one that reads as 0, and a number that
+// reads as an integer other than its value (`9007199254740993` reads as
+// `9007199254740992`) are 400 `invalid_input`.
 // Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 // over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 // than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -1474,6 +1498,12 @@ type ClientWithResponsesInterface interface {
 	// fingerprint is SHA-256 over method, route template, media type (lowercased,
 	// parameters dropped), operation type and its version, canonical target and the
 	// RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+	// Every number is read as a double, and that one value is what the input schema
+	// judges, the target is made of and the worker gets (`0.29999999999999999` is
+	// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+	// number beyond the doubles or a nonzero one that reads as 0, and a number that
+	// reads as an integer other than its value (`9007199254740993` reads as
+	// `9007199254740992`) are 400 `invalid_input`.
 	// Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 	// over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 	// than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -1511,6 +1541,12 @@ type ClientWithResponsesInterface interface {
 	// fingerprint is SHA-256 over method, route template, media type (lowercased,
 	// parameters dropped), operation type and its version, canonical target and the
 	// RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+	// Every number is read as a double, and that one value is what the input schema
+	// judges, the target is made of and the worker gets (`0.29999999999999999` is
+	// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+	// number beyond the doubles or a nonzero one that reads as 0, and a number that
+	// reads as an integer other than its value (`9007199254740993` reads as
+	// `9007199254740992`) are 400 `invalid_input`.
 	// Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 	// over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 	// than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -2669,6 +2705,12 @@ func (c *ClientWithResponses) ListOperationsWithResponse(ctx context.Context, pa
 // fingerprint is SHA-256 over method, route template, media type (lowercased,
 // parameters dropped), operation type and its version, canonical target and the
 // RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+// Every number is read as a double, and that one value is what the input schema
+// judges, the target is made of and the worker gets (`0.29999999999999999` is
+// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+// number beyond the doubles or a nonzero one that reads as 0, and a number that
+// reads as an integer other than its value (`9007199254740993` reads as
+// `9007199254740992`) are 400 `invalid_input`.
 // Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 // over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 // than `application/json`, or a `charset` other than `utf-8`; a missing
@@ -2712,6 +2754,12 @@ func (c *ClientWithResponses) AdmitOperationWithBodyWithResponse(ctx context.Con
 // fingerprint is SHA-256 over method, route template, media type (lowercased,
 // parameters dropped), operation type and its version, canonical target and the
 // RFC 8785 canonical form of the body, so `1.0`, `1` and `1e0` are equal.
+// Every number is read as a double, and that one value is what the input schema
+// judges, the target is made of and the worker gets (`0.29999999999999999` is
+// `0.3`). A number literal over 64 characters or with an exponent beyond ±999, a
+// number beyond the doubles or a nonzero one that reads as 0, and a number that
+// reads as an integer other than its value (`9007199254740993` reads as
+// `9007199254740992`) are 400 `invalid_input`.
 // Duplicate member names, invalid UTF-8, nesting deeper than 32 (400), bodies
 // over 64 KiB (413) and a body that is not UTF-8 JSON (415: a media type other
 // than `application/json`, or a `charset` other than `utf-8`; a missing

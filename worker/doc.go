@@ -80,7 +80,9 @@
 //   - a Report built with [Continue], [Succeed], [Fail] or [ResultLost] is sent as it is,
 //     after it is checked against the protocol's limits; a Report that breaks them (a state
 //     over [MaxStateBytes], a result that is not a JSON object, a bad problem code, the zero
-//     Report) is a bug in the worker and becomes the invocation's error;
+//     Report) is a bug in the worker and becomes the invocation's error. Text is the
+//     exception: a problem's title or detail, or a progress message, longer than the
+//     protocol allows is cut to its limit (see [Fail]), since it often comes from elsewhere;
 //   - a [*Problem] as the error (also wrapped) is a failed report: the work says, as a fact,
 //     that it did not and will not happen;
 //   - any other error is the invocation's error, which longrun records as outcome_unknown:

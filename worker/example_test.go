@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/longrun-dev/longrun/worker"
@@ -126,6 +127,17 @@ func ExampleContinue() {
 	fmt.Println(string(out))
 	// Output:
 	// {"status":"continue","state":{"page":3},"progress":{"totalSteps":10,"percent":30,"message":"3 of 10 pages"},"delaySeconds":90}
+}
+
+// Fail cuts a detail longer than the protocol allows, so an error message of any length
+// still makes a failed report rather than a failed invocation (outcome unknown).
+func ExampleFail() {
+	err := errors.New("the provisioner refused: " + strings.Repeat("template too large; ", 200))
+	rep := worker.Fail("template_refused", "The provisioner refused the template.", err.Error())
+	detail := []rune(rep.Problem().Detail)
+	fmt.Printf("%d characters, the last %q\n", len(detail), detail[len(detail)-1])
+	// Output:
+	// 2000 characters, the last '…'
 }
 
 // A *Problem returned as the error is a failed report, not a failed invocation: the work

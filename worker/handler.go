@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/lambda"
 )
@@ -39,7 +38,7 @@ func handler[In any](fn Func[In], log *stepLogger) func(ctx context.Context, pay
 		}
 		var rep Report
 		if err != nil {
-			rep = Fail(CodeInvalidRequest, "The invocation is not a step request.", truncate("the payload is not a "+Protocol+" step request: "+err.Error()))
+			rep = Fail(CodeInvalidRequest, "The invocation is not a step request.", "the payload is not a "+Protocol+" step request: "+err.Error())
 		} else {
 			start := time.Now()
 			rep, err = Run(ctx, fn, req)
@@ -78,7 +77,7 @@ func Start[In any](fn Func[In]) {
 func Run[In any](ctx context.Context, fn Func[In], req Request) (Report, error) {
 	var in In
 	if err := json.Unmarshal(req.Input, &in); err != nil {
-		return Fail(CodeInvalidInput, "The operation's input is not what the worker reads.", truncate(err.Error())), nil
+		return Fail(CodeInvalidInput, "The operation's input is not what the worker reads.", err.Error()), nil
 	}
 	// The step's context ends at its stepTimeout: the function's own timeout may be longer
 	// (a worker serves types of different stepTimeouts, and Lambda runs a step sent to it
@@ -106,12 +105,4 @@ func Run[In any](ctx context.Context, fn Func[In], req Request) (Report, error) 
 		return Report{}, fmt.Errorf("step %d of %s: %w", req.Step, req.OperationID, err)
 	}
 	return rep, nil
-}
-
-// truncate keeps a problem detail within the protocol's 2000 characters.
-func truncate(s string) string {
-	if utf8.RuneCountInString(s) <= 2000 {
-		return s
-	}
-	return string([]rune(s)[:1999]) + "…"
 }

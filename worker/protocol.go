@@ -35,6 +35,12 @@ const (
 	MaxResultBytes = 64 << 10
 	// MaxDelay is the longest delay a continue report may ask for.
 	MaxDelay = 24 * time.Hour
+	// MaxTitleChars, MaxDetailChars and MaxMessageChars are the most characters (Unicode
+	// code points) of a problem's title, a problem's detail and a progress message. [Fail],
+	// [ResultLost] and [Report.WithProgress] cut longer text to its limit.
+	MaxTitleChars   = 200
+	MaxDetailChars  = 2000
+	MaxMessageChars = 200
 )
 
 // Problem codes this package reports by itself.

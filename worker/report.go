@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -22,14 +23,16 @@ type Progress struct {
 	// Percent is how much of the work is done, 0 to 100; nil is not reported (write
 	// new(40.0) for 40 %).
 	Percent *float64 `json:"percent,omitempty"`
-	// Message says what is going on, in at most 200 characters.
+	// Message says what is going on, in at most [MaxMessageChars] characters;
+	// [Report.WithProgress] cuts a longer one.
 	Message string `json:"message,omitempty"`
 }
 
 // Problem says why a step failed (or, optionally, why its outcome is unknown), in the
 // protocol's terms: Code matches ^[a-z][a-z0-9_]{0,63}$ and names the kind of failure for
-// programs, Title (required, at most 200 characters) says it to people, and Detail (at
-// most 2000 characters) says what happened this time.
+// programs, Title (required, at most [MaxTitleChars] characters) says it to people, and
+// Detail (at most [MaxDetailChars] characters) says what happened this time. A longer title
+// or detail is cut to its limit, ending with "…" (see [Fail]).
 //
 // A *Problem is also an error: a [Func] that returns one as its error (even wrapped) makes
 // a failed report, as [Fail] does, instead of failing the invocation.
@@ -88,17 +91,47 @@ func Succeed(result any) Report {
 // (see [Problem] for what code, title and detail must be; detail may be empty). longrun
 // records the operation failed with this problem.
 //
+// A title longer than [MaxTitleChars] characters, or a detail longer than
+// [MaxDetailChars], is cut to its limit on a character boundary and ends with "…". So text
+// from elsewhere, such as an error message, never makes a report that the protocol refuses:
+// that would fail the invocation, which longrun records as outcome_unknown.
+//
 // Fail only when nothing of the work happened, or what happened is undone: after an effect
 // whose result is lost, report [ResultLost].
 func Fail(code, title, detail string) Report {
-	return Report{status: StatusFailed, problem: &Problem{Code: code, Title: title, Detail: detail}}
+	return Report{status: StatusFailed, problem: newProblem(code, title, detail)}
 }
 
 // ResultLost reports that the work may have happened and its result is lost (status
-// outcome_unknown), with the problem code [CodeResultLost] and detail, if not empty.
-// longrun records outcome_unknown and never retries the work blindly: someone resolves it.
+// outcome_unknown), with the problem code [CodeResultLost] and detail, if not empty, cut as
+// [Fail] cuts it. longrun records outcome_unknown and never retries the work blindly:
+// someone resolves it.
 func ResultLost(detail string) Report {
-	return Report{status: StatusOutcomeUnknown, problem: &Problem{Code: CodeResultLost, Title: "The result of the step is lost.", Detail: detail}}
+	return Report{status: StatusOutcomeUnknown, problem: newProblem(CodeResultLost, "The result of the step is lost.", detail)}
+}
+
+func newProblem(code, title, detail string) *Problem {
+	return &Problem{Code: code, Title: clamp(title, MaxTitleChars), Detail: clamp(detail, MaxDetailChars)}
+}
+
+// clamp cuts s to at most limit characters, the last of them "…" when it cut. A byte that
+// is not UTF-8 counts as one character and becomes U+FFFD, as encoding/json writes it, so
+// the result is what the protocol counts and valid UTF-8.
+func clamp(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s { // an invalid byte is one utf8.RuneError
+		if n == limit-1 {
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	b.WriteString("…")
+	return b.String()
 }
 
 // Wait returns a continue report that asks longrun to wait the type's configured stepDelay
@@ -135,12 +168,14 @@ func (r *Report) continuing(method string) bool {
 	return false
 }
 
-// WithProgress returns the report with p as its progress.
+// WithProgress returns the report with p as its progress, its message cut to
+// [MaxMessageChars] characters as [Fail] cuts a detail.
 func (r Report) WithProgress(p Progress) Report {
 	if p.Percent != nil {
 		percent := *p.Percent
 		p.Percent = &percent
 	}
+	p.Message = clamp(p.Message, MaxMessageChars)
 	r.progress = &p
 	return r
 }
@@ -475,11 +510,11 @@ func (r Report) validate() error {
 		if !codePattern.MatchString(p.Code) {
 			bad("problem code %q does not match %s", p.Code, codePattern)
 		}
-		if n := utf8.RuneCountInString(p.Title); n == 0 || n > 200 {
-			bad("the problem's title must have 1 to 200 characters, not %d", n)
+		if n := utf8.RuneCountInString(p.Title); n == 0 || n > MaxTitleChars {
+			bad("the problem's title must have 1 to %d characters, not %d", MaxTitleChars, n)
 		}
-		if n := utf8.RuneCountInString(p.Detail); n > 2000 {
-			bad("the problem's detail must have at most 2000 characters, not %d", n)
+		if n := utf8.RuneCountInString(p.Detail); n > MaxDetailChars {
+			bad("the problem's detail must have at most %d characters, not %d", MaxDetailChars, n)
 		}
 	}
 	if p := r.progress; p != nil {
@@ -489,8 +524,8 @@ func (r Report) validate() error {
 		if p.Percent != nil && !(*p.Percent >= 0 && *p.Percent <= 100) {
 			bad("progress percent %v is not between 0 and 100", *p.Percent)
 		}
-		if n := utf8.RuneCountInString(p.Message); n > 200 {
-			bad("the progress message must have at most 200 characters, not %d", n)
+		if n := utf8.RuneCountInString(p.Message); n > MaxMessageChars {
+			bad("the progress message must have at most %d characters, not %d", MaxMessageChars, n)
 		}
 	}
 	if len(errs) > 0 {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -380,4 +382,82 @@ func TestTheProtocolDocsExamplesAreValid(t *testing.T) {
 			t.Errorf("docs/worker-protocol.md does not say %s", want)
 		}
 	}
+}
+
+// Text from elsewhere (an error message, the caller's input echoed back) can be longer than
+// the protocol allows. Refusing it would fail the invocation, which longrun records as
+// outcome_unknown, holding the operation's target and quota until an operator acts: a
+// caller could do that on demand (issue #20, 3). So the package cuts such text to its limit
+// on a character boundary, ending it with "…", and the report goes out valid; text within
+// its limit goes out as it is.
+func TestOverLongTextIsCutNotRefused(t *testing.T) {
+	s := schema(t, "step-report")
+	long := strings.Repeat
+	type texts struct{ title, detail, message string }
+	for _, tc := range []struct {
+		name string
+		fn   worker.Func[any]
+		in   texts // what the step wrote
+	}{
+		{"failed", func(context.Context, worker.Step, any) (worker.Report, error) {
+			return worker.Fail("unknown_template", long("t", 201), "The provisioner has no template "+long("x", 5000)+"."), nil
+		}, texts{title: long("t", 201), detail: "The provisioner has no template " + long("x", 5000) + "."}},
+		{"a *Problem as the error", func(context.Context, worker.Step, any) (worker.Report, error) {
+			return worker.Report{}, fmt.Errorf("create: %w", &worker.Problem{Code: "rejected", Title: "Rejected", Detail: long("é", 2001)})
+		}, texts{title: "Rejected", detail: long("é", 2001)}},
+		{"result lost, four-byte characters", func(context.Context, worker.Step, any) (worker.Report, error) {
+			return worker.ResultLost(long("😀", 2001)), nil
+		}, texts{title: "The result of the step is lost.", detail: long("😀", 2001)}},
+		{"progress of a continue", func(context.Context, worker.Step, any) (worker.Report, error) {
+			return worker.Continue(nil).WithProgress(worker.Progress{Message: long("m", 199) + "😀😀"}), nil
+		}, texts{message: long("m", 199) + "😀😀"}},
+		{"progress of a succeeded", func(context.Context, worker.Step, any) (worker.Report, error) {
+			return worker.Succeed(nil).WithProgress(worker.Progress{Message: long("\xff", 300)}), nil // not UTF-8
+		}, texts{message: long("\uFFFD", 300)}},
+		{"at the limits", func(context.Context, worker.Step, any) (worker.Report, error) {
+			return worker.Fail("x", long("t", 200), long("d", 2000)).WithProgress(worker.Progress{Message: long("é", 200)}), nil
+		}, texts{title: long("t", 200), detail: long("d", 2000), message: long("é", 200)}},
+	} {
+		out, err := worker.Handler(tc.fn)(context.Background(), sample(t, "step-request-first"))
+		if err != nil {
+			t.Errorf("%s: the invocation fails (longrun would record outcome_unknown): %v", tc.name, err)
+			continue
+		}
+		if err := validate(s, out); err != nil {
+			t.Errorf("%s: the schema refuses %.200s: %v", tc.name, out, err)
+		}
+		var rep worker.Report
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		var got texts
+		if p := rep.Problem(); p != nil {
+			got.title, got.detail = p.Title, p.Detail
+		}
+		if p := rep.Progress(); p != nil {
+			got.message = p.Message
+		}
+		for _, m := range []struct {
+			member  string
+			got, in string
+			limit   int
+		}{{"title", got.title, tc.in.title, 200}, {"detail", got.detail, tc.in.detail, 2000}, {"message", got.message, tc.in.message, 200}} {
+			want := []rune(m.in)
+			if len(want) > m.limit {
+				want = append(want[:m.limit-1], '…')
+			}
+			if m.got != string(want) || !utf8.ValidString(m.got) {
+				t.Errorf("%s: %s of %d characters, %q…, want %d, %q…", tc.name, m.member,
+					utf8.RuneCountInString(m.got), head(m.got), len(want), head(string(want)))
+			}
+		}
+	}
+}
+
+func head(s string) string {
+	if r := []rune(s); len(r) > 12 {
+		return string(r[:6]) + "…" + string(r[len(r)-6:])
+	}
+	return s
 }

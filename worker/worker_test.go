@@ -152,6 +152,7 @@ func TestErrorsFromTheFunc(t *testing.T) {
 }
 
 // A report that breaks the protocol is the worker's bug: an error, never sent as a report.
+// (Text over its length limit is not: it is cut, TestOverLongTextIsCutNotRefused.)
 func TestAWronglyBuiltReportIsAnError(t *testing.T) {
 	for _, tc := range []struct {
 		rep  worker.Report
@@ -168,12 +169,8 @@ func TestAWronglyBuiltReportIsAnError(t *testing.T) {
 		{worker.Continue(nil).After(worker.MaxDelay + time.Millisecond), "not between 0 and 24h0m0s"},
 		{worker.Fail("Quota", "t", ""), "does not match"},
 		{worker.Fail("quota", "", ""), "title must have 1 to 200"},
-		{worker.Fail("quota", strings.Repeat("t", 201), ""), "title must have 1 to 200"},
-		{worker.Fail("quota", "t", strings.Repeat("d", 2001)), "detail must have at most 2000"},
-		{worker.ResultLost(strings.Repeat("d", 2001)), "detail must have at most 2000"},
 		{worker.Succeed(nil).WithProgress(worker.Progress{TotalSteps: -1}), "totalSteps -1"},
 		{worker.Succeed(nil).WithProgress(worker.Progress{Percent: new(100.01)}), "percent 100.01"},
-		{worker.Continue(nil).WithProgress(worker.Progress{Message: strings.Repeat("é", 201)}), "message must have at most 200"},
 	} {
 		h := worker.Handler(func(context.Context, worker.Step, any) (worker.Report, error) { return tc.rep, nil })
 		out, err := h(context.Background(), sample(t, "step-request-first"))

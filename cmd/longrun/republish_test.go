@@ -18,11 +18,13 @@ import (
 
 type recordingBus struct{ details []string }
 
-func (b *recordingBus) Publish(_ context.Context, details [][]byte) (int, error) {
-	for _, d := range details {
-		b.details = append(b.details, string(d))
+func (b *recordingBus) Publish(_ context.Context, evs []notify.Event) ([]bool, error) {
+	published := make([]bool, len(evs))
+	for i, e := range evs {
+		b.details = append(b.details, string(e.Detail))
+		published[i] = true
 	}
-	return len(details), nil
+	return published, nil
 }
 
 // republish wires the notifier's Republish: ids from the arguments or stdin, one line per

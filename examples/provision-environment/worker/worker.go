@@ -43,8 +43,10 @@ func Steps(p provisioner.Provisioner) worker.Func[Input] {
 		case st.EnvironmentID == "":
 			env, err := p.Create(ctx, step.OperationID, provisioner.Request{Project: in.Project, Environment: in.Environment, Template: in.Template})
 			if errors.Is(err, provisioner.ErrUnknownTemplate) {
-				// The provisioner refused: nothing was created, so this is a plain failure.
-				return worker.Fail("unknown_template", "Unknown template", fmt.Sprintf("The provisioner has no template %q.", in.Template)), nil
+				// The provisioner refused: nothing was created, so this is a plain failure. The
+				// detail does not repeat the template: the caller chose that text, and the
+				// operation shows its input anyway.
+				return worker.Fail("unknown_template", "Unknown template", "The provisioner has no template of the name the input gives."), nil
 			}
 			if err != nil {
 				return worker.Report{}, err // it may have been created: longrun says outcome_unknown

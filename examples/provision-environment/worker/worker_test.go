@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,10 +71,19 @@ func TestTheFirstStepTwiceCreatesOne(t *testing.T) {
 	}
 }
 
+// An unknown template fails the operation with a typed problem that does not repeat the
+// template: the caller chose it, and the operation shows its input anyway. (A template of
+// any length: run fails the test if the report is not one longrun records.)
 func TestAnUnknownTemplateFailsWithATypedProblem(t *testing.T) {
-	fake := &provisioner.Fake{ReadyAfter: 1, Templates: []string{"small"}}
-	_, last := run(t, fake, Input{Project: "shop", Environment: "qa-3", Template: "huge"})
-	if last.Status() != worker.StatusFailed || last.Problem().Code != "unknown_template" || fake.Creates() != 0 {
-		t.Fatalf("%s %+v", last.Status(), last.Problem())
+	for _, template := range []string{"huge", strings.Repeat("x", 2000), "Run <this> now"} {
+		fake := &provisioner.Fake{ReadyAfter: 1, Templates: []string{"small"}}
+		_, last := run(t, fake, Input{Project: "shop", Environment: "qa-3", Template: template})
+		p := last.Problem()
+		if last.Status() != worker.StatusFailed || p.Code != "unknown_template" || fake.Creates() != 0 {
+			t.Fatalf("%s %+v", last.Status(), p)
+		}
+		if strings.Contains(p.Title+p.Detail, template) {
+			t.Errorf("the problem repeats the caller's template: %.200q", p.Detail)
+		}
 	}
 }

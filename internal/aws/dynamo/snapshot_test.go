@@ -488,9 +488,13 @@ func streamImage(t *testing.T, item map[string]types.AttributeValue) map[string]
 
 type recordingBus struct{ details [][]byte }
 
-func (b *recordingBus) Publish(_ context.Context, details [][]byte) (int, error) {
-	b.details = append(b.details, details...)
-	return len(details), nil
+func (b *recordingBus) Publish(_ context.Context, evs []notify.Event) ([]bool, error) {
+	published := make([]bool, len(evs))
+	for i, e := range evs {
+		b.details = append(b.details, e.Detail)
+		published[i] = true
+	}
+	return published, nil
 }
 
 // The snapshot holds the execution reference and the lease, which are internal: the

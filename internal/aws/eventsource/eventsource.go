@@ -51,8 +51,8 @@ func Dispatcher() Mapping {
 }
 
 // Notifier publishes every committed state change: projection inserts and updates. It
-// handles its batch in order and stops at the first failure, so a small batch keeps a
-// failure's retry short.
+// handles its batch in order and stops at an event the bus keeps refusing, so a small batch
+// keeps a failure's retry short.
 func Notifier() Mapping {
 	return Mapping{
 		Function:                "notifier",

@@ -267,7 +267,7 @@ func parseBody(mediaType string, params map[string]string, data []byte) (admissi
 	if !ok {
 		return admissionBody{}, problem.Invalid(problem.FieldError{Pointer: "", Detail: "The body must be a JSON object."})
 	}
-	if fields := inexactIntegers(parsed, ""); len(fields) > 0 {
+	if _, fields := canonicalNumbers(parsed, ""); len(fields) > 0 {
 		return admissionBody{}, problem.Invalid(fields...)
 	}
 	var fields []problem.FieldError
@@ -323,38 +323,89 @@ func truncate(s string, n int) string {
 // maxSafeInteger is the largest integer every double holds exactly (2^53 - 1, I-JSON's limit).
 const maxSafeInteger = 1<<53 - 1
 
-// inexactIntegers lists the integers a double cannot hold exactly. The fingerprint is taken
-// over the canonical form (RFC 8785), which goes through a double, so 9007199254740993 would
-// fingerprint as 9007199254740992: two different requests, one key's replay. They are
-// refused instead, each by its JSON pointer. (Fractions and exponents keep their meaning as
-// doubles, as RFC 8785 has it.)
-func inexactIntegers(v any, pointer string) []problem.FieldError {
+// canonicalNumbers puts every number in v in its canonical spelling, in place: the shortest
+// that reads as its double (RFC 8785), which is what the fingerprint and the stored input,
+// and so the worker, get anyway. Then the schema and the target read that value too: one
+// value reaches all of them. (Judged on its spelling, 0.29999999999999999 passed a schema's
+// exclusiveMaximum of 0.3, and the worker then got 0.3.) A number that reads as an integer
+// must be exactly that integer, since integers name things: 9007199254740993.0 made the target
+// acct:9007199254740993 and reached the worker as 9007199254740992. Those are listed by
+// pointer. A fraction is read as the double it rounds to, as RFC 8785 and I-JSON have it.
+func canonicalNumbers(v any, pointer string) (any, []problem.FieldError) {
+	var out []problem.FieldError
 	switch v := v.(type) {
 	case map[string]any:
-		var out []problem.FieldError
 		for k, child := range v {
-			out = append(out, inexactIntegers(child, pointer+"/"+escapePointer(k))...)
+			var fields []problem.FieldError
+			v[k], fields = canonicalNumbers(child, pointer+"/"+escapePointer(k))
+			out = append(out, fields...)
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Pointer < out[j].Pointer })
-		return out
 	case []any:
-		var out []problem.FieldError
 		for i, child := range v {
-			out = append(out, inexactIntegers(child, pointer+"/"+strconv.Itoa(i))...)
+			var fields []problem.FieldError
+			v[i], fields = canonicalNumbers(child, pointer+"/"+strconv.Itoa(i))
+			out = append(out, fields...)
 		}
-		return out
 	case json.Number:
-		lit := string(v)
-		if strings.ContainsAny(lit, ".eE") {
-			return nil
+		canonical, detail := canonicalNumber(v)
+		if detail != "" {
+			return v, []problem.FieldError{{Pointer: pointer, Detail: detail}}
 		}
-		if n, err := strconv.ParseInt(lit, 10, 64); err == nil && n >= -maxSafeInteger && n <= maxSafeInteger {
-			return nil
-		}
-		return []problem.FieldError{{Pointer: pointer, Detail: fmt.Sprintf("integers must be within ±%d to keep their value exactly", int64(maxSafeInteger))}}
+		return canonical, nil
 	}
-	return nil
+	return v, out
 }
+
+// canonicalNumber is lit's canonical spelling, or why lit is refused: it reads as an integer
+// that is not its value.
+func canonicalNumber(lit json.Number) (json.Number, string) {
+	b, err := jcs.Marshal(lit)
+	if err != nil {
+		// jcs.Parse refused every literal Marshal refuses, so this is not the caller's.
+		return lit, "This number cannot be read."
+	}
+	canonical := json.Number(b)
+	if canonical == lit {
+		return canonical, ""
+	}
+	written, read := exactly(lit), exactly(canonical)
+	if read.integer() && written != read {
+		return lit, fmt.Sprintf("%s reads as %s, a double: a number that reads as an integer must be exactly that integer "+
+			"(every integer within ±%d is; send larger ones as strings).", lit, canonical, int64(maxSafeInteger))
+	}
+	return canonical, ""
+}
+
+// exact is a number's exact value, read from its literal without big numbers: its sign, its
+// significant digits and the power of ten of the last one (-1.50e2 is {true, "15", 1}; zero of
+// either sign is the zero value). Two literals have the same value exactly when their exacts
+// are equal.
+type exact struct {
+	negative bool
+	digits   string
+	exp      int
+}
+
+// exactly reads a literal of the JSON number grammar whose exponent jcs has bounded.
+func exactly(lit json.Number) exact {
+	mantissa, exponent := lit.String(), 0
+	if i := strings.IndexAny(mantissa, "eE"); i >= 0 {
+		exponent, _ = strconv.Atoi(mantissa[i+1:]) // "+5" and "-5" both read
+		mantissa = mantissa[:i]
+	}
+	negative := strings.HasPrefix(mantissa, "-")
+	whole, fraction, _ := strings.Cut(strings.TrimPrefix(mantissa, "-"), ".")
+	digits := strings.TrimLeft(whole+fraction, "0")
+	significant := strings.TrimRight(digits, "0")
+	if significant == "" {
+		return exact{}
+	}
+	return exact{negative, significant, exponent - len(fraction) + len(digits) - len(significant)}
+}
+
+// integer reports whether the value is an integer: zero, or no digit after the point.
+func (e exact) integer() bool { return e.exp >= 0 }
 
 // escapePointer escapes a member name for a JSON pointer (RFC 6901).
 func escapePointer(name string) string {

@@ -4,8 +4,9 @@
 // It exists to fingerprint request bodies for idempotency: two bodies that
 // mean the same JSON value must produce byte-identical canonical output, and
 // bodies whose meaning is ambiguous (duplicate member names, invalid Unicode,
-// numbers that do not fit a double) are rejected rather than silently
-// normalised, so a retry can never be matched against a different request.
+// numbers that do not fit a double, in either direction) are rejected rather
+// than silently normalised, so a retry can never be matched against a
+// different request.
 //
 // Error messages are written to be safe to return to API clients: they name
 // the problem and a byte offset, never Go types or internal state.
@@ -18,6 +19,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -25,6 +27,17 @@ import (
 // Parse (and produced by Marshal). A top-level object or array is depth 1.
 // The limit bounds recursion on untrusted input.
 const MaxDepth = 32
+
+// MaxNumberLen bounds the length of a number literal and MaxExponent the
+// magnitude of its exponent. Both are checked on the text, before anything
+// reads the value, because exact readers (math/big, and JSON Schema libraries
+// built on it) do work that grows with the exponent: 1e-999999 took one of
+// them 35-190 ms. Any double can be written in 24 characters with an exponent
+// of at most 3 digits, so neither limit refuses a value a double can hold.
+const (
+	MaxNumberLen = 64
+	MaxExponent  = 999
+)
 
 // Sentinel errors; every error returned by this package wraps one of them
 // (except Marshal's rejection of unsupported Go types), so callers can
@@ -40,7 +53,9 @@ var (
 	ErrTooDeep = errors.New("nesting too deep")
 	// ErrSyntax reports input that is not RFC 8259 JSON.
 	ErrSyntax = errors.New("invalid JSON")
-	// ErrNumber reports a number that is not a finite IEEE-754 double.
+	// ErrNumber reports a number that is not a finite IEEE-754 double, a
+	// nonzero number that a double reads as 0, or a literal beyond
+	// MaxNumberLen or MaxExponent.
 	ErrNumber = errors.New("number out of range")
 )
 
@@ -55,7 +70,7 @@ const maxNameInError = 64
 // Parse decodes exactly one JSON text (RFC 8259), surrounded by optional
 // whitespace, and rejects anything ambiguous: invalid UTF-8, unpaired
 // surrogate escapes, duplicate member names, nesting deeper than MaxDepth
-// and numbers outside the finite double range.
+// and numbers that a double does not hold (see ErrNumber).
 //
 // Objects decode to map[string]any, arrays to []any (never nil), strings to
 // string, true/false to bool, null to nil and numbers to json.Number holding
@@ -466,13 +481,44 @@ func (p *parser) number() (any, error) {
 	}
 	p.pos = end
 	lit := string(p.data[start:end])
-	// The grammar was checked above, so the only possible failure is
-	// overflow to ±Inf. Underflow rounds to zero (or a subnormal), which is
-	// a finite double and therefore accepted, as ECMAScript does.
-	if f, err := strconv.ParseFloat(lit, 64); err != nil || math.IsInf(f, 0) {
-		return nil, fmt.Errorf("%w at offset %d", ErrNumber, start)
+	if _, why := readFloat(lit); why != "" {
+		return nil, fmt.Errorf("%w: %s at offset %d", ErrNumber, why, start)
 	}
 	return json.Number(lit), nil
+}
+
+// readFloat reads a literal that matches the number grammar as a double, or
+// says why it is refused. The length and the exponent are checked on the text
+// first, so what follows never works on an unbounded literal. A nonzero
+// literal that rounds to 0 is refused like one that rounds to ±Inf:
+// ECMAScript accepts both, but either would let a request mean something
+// other than what it says (1e-400 would pass a schema's exclusiveMinimum of
+// 0 and then reach the worker as 0).
+func readFloat(lit string) (float64, string) {
+	if len(lit) > MaxNumberLen {
+		return 0, fmt.Sprintf("longer than %d characters", MaxNumberLen)
+	}
+	mantissa := lit
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		mantissa = lit[:i]
+		exp := 0
+		for _, c := range []byte(lit[i+1:]) {
+			if isDigit(c) {
+				if exp = exp*10 + int(c-'0'); exp > MaxExponent {
+					return 0, fmt.Sprintf("exponent beyond ±%d", MaxExponent)
+				}
+			}
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	switch {
+	case err != nil || math.IsInf(f, 0):
+		// The grammar was checked, so the only possible failure is overflow.
+		return 0, "beyond the largest double"
+	case f == 0 && strings.ContainsAny(mantissa, "123456789"):
+		return 0, "nonzero but would read as 0"
+	}
+	return f, ""
 }
 
 // scanNumber matches the RFC 8259 number grammar
@@ -568,9 +614,9 @@ func appendValue(buf []byte, v any, depth int) ([]byte, error) {
 		if end, msg := scanNumber(string(x), 0); msg != "" || end != len(x) {
 			return nil, fmt.Errorf("%w: invalid number literal", ErrNumber)
 		}
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil || math.IsInf(f, 0) {
-			return nil, ErrNumber
+		f, why := readFloat(string(x))
+		if why != "" {
+			return nil, fmt.Errorf("%w: %s", ErrNumber, why)
 		}
 		return appendNumber(buf, f), nil
 	case float64:

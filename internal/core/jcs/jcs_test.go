@@ -196,7 +196,7 @@ func TestEquivalence(t *testing.T) {
 	same := [][]string{
 		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, " {\n\t\"a\" : 1 ,\r\n \"b\":2 } "},
 		{`1`, `1.0`, `1e0`, `10e-1`, `0.1E1`},
-		{`0`, `-0`, `0.0`, `-0e5`, `1e-400`},
+		{`0`, `-0`, `0.0`, `-0e5`, `0e-400`},
 		{`"\u0041"`, `"A"`},
 		{`"\u20ac"`, `"€"`, `"\u20AC"`},
 		{`"\ud83d\ude00"`, `"😀"`},
@@ -352,13 +352,54 @@ func TestRejections(t *testing.T) {
 	}
 }
 
+// A number literal is bounded before anything reads its value, and a nonzero one must not
+// read as 0 (issue #20: 1e-999999 was read as 0, and the schema library then spent 35–190 ms
+// turning the literal into an exact fraction). Parse and Marshal refuse the same literals.
+func TestNumbersAreBounded(t *testing.T) {
+	refused := map[string]string{
+		"a nonzero number that reads as 0":       `1e-999999`,
+		"a negative one":                         `-1e-400`,
+		"below half the smallest subnormal":      `2e-324`,
+		"zeros before the digit that makes it 0": `0.` + strings.Repeat("0", 330) + `1`,
+		"over 64 characters":                     `1.` + strings.Repeat("0", 63),
+		"an exponent beyond 999":                 `0e1000`,
+		"a negative exponent beyond 999":         `0e-1000`,
+		"an exponent of many digits":             `1e-99999999999999999999999999`,
+	}
+	for name, lit := range refused {
+		if _, err := Parse([]byte(lit)); !errors.Is(err, ErrNumber) {
+			t.Errorf("%s: Parse(%.40s) error %v; want ErrNumber", name, lit, err)
+		}
+		if _, err := Marshal(json.Number(lit)); !errors.Is(err, ErrNumber) {
+			t.Errorf("%s: Marshal(json.Number(%.40s)) error %v; want ErrNumber", name, lit, err)
+		}
+	}
+	accepted := map[string]string{
+		`5e-324`:                         "5e-324", // the smallest subnormal
+		`-3e-324`:                        "-5e-324",
+		`0e-999`:                         "0",
+		`1e0000000000000000000000000001`: "10",
+		strings.Repeat("9", 64):          "1e+64",
+		`0.` + strings.Repeat("0", 62):   "0",
+	}
+	for lit, want := range accepted {
+		got, err := Canonicalize([]byte(lit))
+		if err != nil || string(got) != want {
+			t.Errorf("Canonicalize(%.40s) = %s, %v; want %s", lit, got, err, want)
+		}
+	}
+}
+
 func TestErrorMessages(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{`{"a":1,"a":2}`, `duplicate member name "a" at offset 7`},
 		{`[1,}`, `invalid JSON: unexpected character '}' at offset 3`},
 		{`[1`, `invalid JSON: unexpected end of input, expected ',' or ']' at offset 2`},
 		{"[\"\xff\"]", `invalid UTF-8 at offset 2`},
-		{`[1e400]`, `number out of range at offset 1`},
+		{`[1e400]`, `number out of range: beyond the largest double at offset 1`},
+		{`[1e-400]`, `number out of range: nonzero but would read as 0 at offset 1`},
+		{`[0e1000]`, `number out of range: exponent beyond ±999 at offset 1`},
+		{`[` + strings.Repeat("1", 65) + `]`, `number out of range: longer than 64 characters at offset 1`},
 		{`"\ud800"`, `invalid UTF-8: unpaired surrogate escape at offset 1`},
 		{`01`, `invalid JSON: leading zero in number at offset 1`},
 	}
@@ -541,8 +582,17 @@ func acceptable(in []byte) bool {
 				top.names[tok] = true
 			}
 		case json.Number:
-			if f, err := strconv.ParseFloat(string(tok), 64); err != nil || math.IsInf(f, 0) {
+			lit := strings.ToLower(string(tok))
+			f, err := strconv.ParseFloat(lit, 64)
+			if err != nil || math.IsInf(f, 0) || len(lit) > MaxNumberLen {
 				return false
+			}
+			mantissa, exp, hasExp := strings.Cut(lit, "e")
+			if e, err := strconv.Atoi(exp); hasExp && (err != nil || e > MaxExponent || e < -MaxExponent) {
+				return false
+			}
+			if f == 0 && strings.Trim(mantissa, "-0.") != "" {
+				return false // a nonzero number that reads as 0
 			}
 		}
 	}

@@ -145,6 +145,7 @@ func TestLoadErrors(t *testing.T) {
 		{"target empty template", edit(t, `target: "ns:{/id}"`, `target: "ns:"`), []string{typ + "target: the template after the namespace is empty"}},
 		{"target blank constant", edit(t, `target: "ns:{/id}"`, `target: "ns:  "`), []string{typ + "target: the constant target must not be empty"}},
 		{"target invisible text", edit(t, `target: "ns:{/id}"`, `target: "ns:a\u200b{/id}"`), []string{typ + "target: the template text must be valid UTF-8 without control"}},
+		{"target mixed-script text", edit(t, `target: "ns:{/id}"`, `target: "ns:b\u0430d-{/id}"`), []string{typ + `target: the template text must not mix scripts in one word: "b\u0430d" mixes Latin and Cyrillic`}},
 		{"target unknown pointer", edit(t, `target: "ns:{/id}"`, `target: "ns:{/nope}"`), []string{typ + `target: unknown pointer "/nope": no property "nope" is declared in the input schema`}},
 		{"target unknown nested pointer", edit(t, `target: "ns:{/id}"`, `target: "ns:{/spec/city}"`), []string{typ + `target: unknown pointer "/spec/city": no property "city" is declared under "/spec"`}},
 		{"target optional pointer", edit(t, `target: "ns:{/id}"`, `target: "ns:{/opt}"`), []string{typ + `target: optional pointer "/opt": "opt" is not listed in required`}},

@@ -205,26 +205,50 @@ func (f *File) Registry(demo bool) *Registry {
 
 const maxTargetLen = 256
 
-// NormalizeTarget is the one place a canonical target is made: "<namespace>:<value>" with
-// surrounding whitespace trimmed, no control characters, valid UTF-8 and a bounded length.
+// NormalizeTarget is the one place a canonical target is made: "<namespace>:<value>", the
+// value valid UTF-8 in one spelling per thing a reader sees, with no invisible characters and
+// no word that mixes scripts, and bounded in length.
 func NormalizeTarget(namespace, value string) (string, error) {
-	v := strings.TrimSpace(value)
+	if !utf8.ValidString(value) {
+		return "", fmt.Errorf("must be valid UTF-8")
+	}
+	// One spelling per target, so that what a reader sees as one thing takes one lock. NFKC
+	// (as Unicode recommends for identifiers, UAX #31) makes "é" typed as one character or as
+	// "e" + U+0301 one target, and full-width "ｂ４２", half-width kana and ligatures such as
+	// "ﬁ" their ordinary characters. Every space character (no-break, ideographic, thin) is a
+	// space and a run of them is one, as they display; surrounding whitespace is dropped.
+	v := strings.TrimSpace(foldSpaces(norm.NFKC.String(value)))
 	switch {
 	case v == "":
 		return "", fmt.Errorf("must not be empty")
-	case !utf8.ValidString(v):
-		return "", fmt.Errorf("must be valid UTF-8")
-	}
-	// One spelling per target: "é" as one code point or as "e" + U+0301 is one target, so
-	// two spellings cannot take two locks on what a reader sees as one thing.
-	v = norm.NFC.String(v)
-	switch {
-	case strings.IndexFunc(v, invisible) >= 0:
-		return "", fmt.Errorf("must not contain control, format (bidi, zero-width) or separator characters")
 	case len(v) > maxTargetLen:
 		return "", fmt.Errorf("must be at most %d bytes", maxTargetLen)
+	case strings.IndexFunc(v, invisible) >= 0:
+		return "", fmt.Errorf("must not contain control, format (bidi, zero-width) or line and paragraph separator characters")
+	}
+	if word, scripts := mixedWord(v); word != "" {
+		return "", fmt.Errorf("must not mix scripts in one word, where a letter of one passes for a letter of another: %+q mixes %s",
+			word, strings.Join(scripts, " and "))
 	}
 	return namespace + ":" + v, nil
+}
+
+// foldSpaces writes every run of space characters (Unicode's Zs) as one ASCII space.
+func foldSpaces(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if unicode.Is(unicode.Zs, r) {
+			space = true
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // invisible reports characters that change how a target reads without being seen: controls
@@ -232,4 +256,70 @@ func NormalizeTarget(namespace, value string) (string, error) {
 // the BOM, soft hyphens) and line and paragraph separators.
 func invisible(r rune) bool {
 	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// mixedWord returns the first word of v whose letters come from scripts that are not written
+// together, and those scripts in the order they appear; "" when there is none. A word is a
+// run of characters between those every script uses (spaces, digits, punctuation, symbols).
+// A Cyrillic "а" in "bаd" displays as the Latin "a", so "bаd" could pass for "bad" and hold a
+// lock of its own: such words are refused (Unicode TR39's "highly restrictive" level, per
+// word, so "shop/прод" is fine). A word wholly in one script is not judged: "сор" is a
+// Russian word, not a disguise of "cop", and folding it to Latin would fold ASCII's own
+// look-alikes ("l", "1", "I") too, so that distinct ids would share a lock.
+func mixedWord(v string) (string, []string) {
+	for _, word := range strings.FieldsFunc(v, everyScripts) {
+		var scripts []string
+		for _, r := range word {
+			if n := len(scripts); n > 0 && unicode.Is(unicode.Scripts[scripts[n-1]], r) {
+				continue
+			}
+			if s := scriptOf(r); s != "" && !slices.Contains(scripts, s) {
+				scripts = append(scripts, s)
+			}
+		}
+		if !writtenTogether(scripts) {
+			return word, scripts
+		}
+	}
+	return "", nil
+}
+
+// everyScripts reports characters of Unicode's Common script: those every script uses.
+func everyScripts(r rune) bool {
+	if r < utf8.RuneSelf {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z')
+	}
+	return unicode.Is(unicode.Common, r)
+}
+
+// scriptOf names r's script (Unicode's Script property), or "" for a combining mark, which
+// takes the script of the letter it marks, and for a character of no script.
+func scriptOf(r rune) string {
+	if r < utf8.RuneSelf {
+		return "Latin" // mixedWord asks only of letters and marks
+	}
+	for name, table := range unicode.Scripts {
+		if name != "Common" && name != "Inherited" && unicode.Is(table, r) {
+			return name
+		}
+	}
+	return ""
+}
+
+// writtenTogether reports whether one word may hold letters of all these scripts: one
+// script, or Latin with the scripts that Chinese, Japanese and Korean text writes beside it.
+func writtenTogether(scripts []string) bool {
+	if len(scripts) <= 1 {
+		return true
+	}
+	for _, together := range [][]string{
+		{"Latin", "Han", "Hiragana", "Katakana"},
+		{"Latin", "Han", "Bopomofo"},
+		{"Latin", "Han", "Hangul"},
+	} {
+		if !slices.ContainsFunc(scripts, func(s string) bool { return !slices.Contains(together, s) }) {
+			return true
+		}
+	}
+	return false
 }

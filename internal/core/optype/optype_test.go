@@ -212,6 +212,56 @@ func TestTargetsAreNormalizedAndVisible(t *testing.T) {
 	}
 }
 
+// Targets that display alike are one target, or are refused (issue #20, item 5): every
+// space character is one ASCII space and a run of them is one; compatibility forms (full-width
+// letters and digits, half-width kana, ligatures) are their ordinary characters (NFKC); and a
+// word that mixes scripts, where a letter of one passes for a letter of another, is refused.
+// A word wholly in one script is its own target, even where it looks like a word of another.
+func TestLookAlikeTargetsAreOneTargetOrRefused(t *testing.T) {
+	for want, spellings := range map[string][]string{
+		"build 42": {"build 42", "build\u00a042", "build\u300042", "build\u200742", "build\u202f42", "build\u205f42",
+			"build\u168042", "build  42", "build \u00a0\u3000 42", "\u3000build 42\u00a0", "ｂｕｉｌｄ　４２"},
+		"build42":   {"ｂｕｉｌｄ４２", "build４２"},
+		"file":      {"\ufb01le"},
+		"カタカナ":      {"ｶﾀｶﾅ"},
+		"caf\u00e9": {"cafe\u0301", "ｃａｆé"},
+	} {
+		for _, v := range spellings {
+			got, err := NormalizeTarget("demo", v)
+			if err != nil || got != "demo:"+want {
+				t.Errorf("%+q: %+q, %v; want %+q", v, got, err, "demo:"+want)
+			}
+		}
+	}
+	for name, v := range map[string]string{
+		"a Cyrillic a in a Latin word":       "b\u0430d-42",
+		"a Cyrillic i in a Latin word":       "bu\u0456ld 42",
+		"a Greek omicron in a Latin word":    "b\u03bfx",
+		"an Armenian letter in a Latin word": "b\u057dild",
+		"a Latin o in a Cyrillic word":       "\u043f\u0440o\u0434",
+		"a full-width Cyrillic look-alike":   "ｂ\u0430ｄ",
+	} {
+		if got, err := NormalizeTarget("demo", v); err == nil {
+			t.Errorf("%s: %+q accepted as %+q", name, v, got)
+		} else if !strings.Contains(err.Error(), "mix") {
+			t.Errorf("%s: %+q: %v", name, v, err)
+		}
+	}
+	for _, v := range []string{"shop/\u043f\u0440\u043e\u0434", "東京tower", "カタカナ漢字", "한국어abc", "\u0441\u043e\u0440",
+		"naïve résumé", "emoji-🚀", "环境/生产", "\u03b1\u03b2-1", "ab_\u0430\u0431"} {
+		if got, err := NormalizeTarget("demo", v); err != nil {
+			t.Errorf("%+q refused: %v", v, err)
+		} else if got != "demo:"+v {
+			t.Errorf("%+q became %+q", v, got)
+		}
+	}
+	// Through a type's template, a refused target names the member it came from.
+	demo, _ := Builtin().Lookup("demo.task")
+	if _, err := demo.Target(input(t, `{"target":"bu\u0456ld"}`), "op_x"); pointersOf(fieldsOf(t, err)) != "/input/target" {
+		t.Fatalf("a mixed-script word via template: %v", err)
+	}
+}
+
 // Demo types are served only where demo types are enabled (issue #12): demo.task can end
 // outcome_unknown on request, which keeps its lock and quota slot.
 func TestDeployedLeavesOutDemoTypesUnlessEnabled(t *testing.T) {

@@ -193,8 +193,16 @@ func parseTemplate(s string) (*template, []string) {
 		}
 	}
 	for _, part := range t.parts {
-		if part.ptr == nil && (!utf8.ValidString(part.literal) || strings.IndexFunc(part.literal, invisible) >= 0) {
-			problems = append(problems, "the template text must be valid UTF-8 without control, format or separator characters")
+		if part.ptr != nil {
+			continue
+		}
+		if !utf8.ValidString(part.literal) || strings.IndexFunc(part.literal, invisible) >= 0 {
+			problems = append(problems, "the template text must be valid UTF-8 without control, format or line and paragraph separator characters")
+			break
+		}
+		// A word of the text that mixes scripts would have every admission refused.
+		if word, scripts := mixedWord(part.literal); word != "" {
+			problems = append(problems, fmt.Sprintf("the template text must not mix scripts in one word: %+q mixes %s", word, strings.Join(scripts, " and ")))
 			break
 		}
 	}

@@ -116,14 +116,30 @@ var allowed = map[Status][]string{
 // In the Report, State and Result are compact JSON; a state of null is no state (nil), and
 // an absent result is nil. A totalSteps too big for an int is math.MaxInt.
 func ParseReport(raw []byte) (Report, error) {
-	r, err := parseReport(raw)
+	return parse(raw, false)
+}
+
+// ParseReportCuttingText is ParseReport, except that a problem's title or detail, or a
+// progress message, longer than the protocol allows is cut to its limit (its first
+// characters, the last of them "…") rather than refused. Such text often comes from
+// elsewhere, a downstream error or the caller's own input, and refusing it would record
+// outcome_unknown, which holds the operation's target and quota until an operator acts: a
+// caller could do that on demand. Cutting it changes no status, state, result or number,
+// so nothing the worker meant is guessed at. A report with any other fault, an empty title
+// included, is still ErrInvalidReport.
+func ParseReportCuttingText(raw []byte) (Report, error) {
+	return parse(raw, true)
+}
+
+func parse(raw []byte, cutText bool) (Report, error) {
+	r, err := parseReport(raw, cutText)
 	if err != nil {
 		return Report{}, fmt.Errorf("%w: %v", ErrInvalidReport, err)
 	}
 	return r, nil
 }
 
-func parseReport(raw []byte) (Report, error) {
+func parseReport(raw []byte, cutText bool) (Report, error) {
 	m, err := object(raw, "a report")
 	if err != nil {
 		return Report{}, err
@@ -189,11 +205,11 @@ func parseReport(raw []byte) (Report, error) {
 			}
 			r.Result = result
 		case "problem":
-			if r.Problem, err = parseProblem(v); err != nil {
+			if r.Problem, err = parseProblem(v, cutText); err != nil {
 				return Report{}, err
 			}
 		case "progress":
-			if r.Progress, err = parseProgress(v); err != nil {
+			if r.Progress, err = parseProgress(v, cutText); err != nil {
 				return Report{}, err
 			}
 		}
@@ -204,7 +220,7 @@ func parseReport(raw []byte) (Report, error) {
 	return r, nil
 }
 
-func parseProblem(raw json.RawMessage) (*Problem, error) {
+func parseProblem(raw json.RawMessage, cutText bool) (*Problem, error) {
 	m, err := object(raw, "problem")
 	if err != nil {
 		return nil, err
@@ -231,6 +247,9 @@ func parseProblem(raw json.RawMessage) (*Problem, error) {
 			return nil, fmt.Errorf("problem.%s is missing", k)
 		}
 	}
+	if cutText {
+		p.Title, p.Detail = cut(p.Title, maxTitle), cut(p.Detail, maxDetail)
+	}
 	switch {
 	case !codePattern.MatchString(p.Code):
 		return nil, fmt.Errorf("problem.code %q must match %s", p.Code, codePattern)
@@ -242,7 +261,7 @@ func parseProblem(raw json.RawMessage) (*Problem, error) {
 	return &p, nil
 }
 
-func parseProgress(raw json.RawMessage) (*Progress, error) {
+func parseProgress(raw json.RawMessage, cutText bool) (*Progress, error) {
 	m, err := object(raw, "progress")
 	if err != nil {
 		return nil, err
@@ -276,6 +295,9 @@ func parseProgress(raw json.RawMessage) (*Progress, error) {
 			if p.Message, err = str(v, "progress.message"); err != nil {
 				return nil, err
 			}
+			if cutText {
+				p.Message = cut(p.Message, maxMessage)
+			}
 			if utf8.RuneCountInString(p.Message) > maxMessage {
 				return nil, fmt.Errorf("progress.message must be at most %d characters", maxMessage)
 			}
@@ -284,6 +306,25 @@ func parseProgress(raw json.RawMessage) (*Progress, error) {
 		}
 	}
 	return &p, nil
+}
+
+// cut shortens s to at most limit characters, the last of them "…" when it cut. The worker
+// package cuts a Go worker's text the same way (worker.Fail).
+func cut(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == limit-1 {
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	b.WriteString("…")
+	return b.String()
 }
 
 // object decodes a JSON object into its members, matched by their exact names. It refuses

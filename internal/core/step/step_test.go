@@ -308,6 +308,76 @@ func TestParseReportAgreesWithTheSchema(t *testing.T) {
 	}
 }
 
+// ParseReportCuttingText reads every report ParseReport reads, the same; of the documents
+// ParseReport refuses, it reads only those whose one fault is text over its length limit,
+// with that text cut to the limit (its first characters, the last of them "…"). A document
+// with any other fault is refused as before, so the recorder's leniency is about text only.
+func TestParseReportCuttingText(t *testing.T) {
+	str := strings.Repeat
+	cut := func(s string, limit int) string { return string([]rune(s)[:limit-1]) + "…" }
+	problem := func(code, title, detail string) *step.Problem {
+		return &step.Problem{Code: code, Title: title, Detail: detail}
+	}
+	// Of reportCases' invalid documents, those whose one fault is text length, and more.
+	textOnly := map[string]step.Report{
+		`{"status":"failed","problem":{"code":"a","title":"` + str("t", 201) + `"}}`: {Status: step.Failed, Problem: problem("a", cut(str("t", 201), 200), "")},
+		`{"status":"failed","problem":{"code":"a","title":"` + str("😀", 201) + `"}}`: {Status: step.Failed, Problem: problem("a", cut(str("😀", 201), 200), "")},
+		`{"status":"failed","problem":{"code":"a","title":"t","detail":"` + str("d", 2001) + `"}}`: {Status: step.Failed,
+			Problem: problem("a", "t", cut(str("d", 2001), 2000))},
+		`{"status":"continue","progress":{"message":"` + str("é", 201) + `"}}`: {Status: step.Continue, Progress: &step.Progress{Message: cut(str("é", 201), 200)}},
+		// every text at once, and the other members kept
+		`{"status":"outcome_unknown","problem":{"code":"conn_reset","title":"` + str("t", 300) + `","detail":"` + str(`\ud83d\ude00`, 2500) + `"},` +
+			`"progress":{"totalSteps":4,"percent":50,"message":"` + str("m", 1000) + `"}}`: {Status: step.OutcomeUnknown,
+			Problem:  problem("conn_reset", cut(str("t", 300), 200), cut(str("😀", 2500), 2000)),
+			Progress: &step.Progress{TotalSteps: 4, Percent: floatp(50), Message: cut(str("m", 1000), 200)}},
+		`{"status":"succeeded","result":{"a":1},"progress":{"message":"` + str("m", 201) + `"}}`: {Status: step.Succeeded,
+			Result: raw(`{"a":1}`), Progress: &step.Progress{Message: cut(str("m", 201), 200)}},
+	}
+	cases := reportCases()
+	for doc := range textOnly {
+		cases = append(cases, bad(doc))
+	}
+	// Text over its limit and another fault.
+	for _, doc := range []string{
+		`{"status":"failed","problem":{"code":"Quota","title":"t","detail":"` + str("d", 2001) + `"}}`,
+		`{"status":"failed","problem":{"code":"a","title":"","detail":"` + str("d", 2001) + `"}}`,
+		`{"status":"failed","problem":{"code":"a","detail":"` + str("d", 2001) + `"}}`,
+		`{"status":"failed","problem":{"code":"a","title":"` + str("t", 201) + `","Detail":"d"}}`,
+		`{"status":"failed","problem":{"code":"a","title":"t","detail":"` + str("d", 2001) + `"},"result":{}}`,
+		`{"status":"continue","progress":{"message":"` + str("m", 201) + `","percent":101}}`,
+		`{"status":"continue","progress":{"message":"` + str("m", 201) + `"},"delaySeconds":86401}`,
+		`{"status":"continue","progress":{"message":"` + str("m", 201) + `"},"state":"` + str("x", step.MaxStateBytes) + `"}`,
+		`{"status":"succeeded","progress":{"message":"` + str("m", 201) + `"},"result":[]}`,
+		`{"status":"failed","progress":{"message":"` + str("m", 201) + `"}}`,
+	} {
+		cases = append(cases, bad(doc))
+	}
+	read := map[string]bool{}
+	for _, tc := range cases {
+		strict, strictErr := step.ParseReport([]byte(tc.doc))
+		got, err := step.ParseReportCuttingText([]byte(tc.doc))
+		want, isTextOnly := textOnly[tc.doc]
+		switch {
+		case strictErr == nil:
+			if err != nil || !reflect.DeepEqual(got, strict) {
+				t.Errorf("%.120q: read as %s, %v; ParseReport reads %s", tc.doc, show(got), err, show(strict))
+			}
+		case isTextOnly:
+			read[tc.doc] = true
+			if err != nil || !reflect.DeepEqual(got, want) {
+				t.Errorf("%.120q:\n got %.300s %v\nwant %.300s", tc.doc, show(got), err, show(want))
+			}
+		default:
+			if !errors.Is(err, step.ErrInvalidReport) || !reflect.DeepEqual(got, step.Report{}) {
+				t.Errorf("%.120q: read as %s, %v; ParseReport refuses it: %v", tc.doc, show(got), err, strictErr)
+			}
+		}
+	}
+	if len(read) != len(textOnly) {
+		t.Fatalf("only %d of the %d text-only documents are refused by ParseReport", len(read), len(textOnly))
+	}
+}
+
 // parseSafely calls ParseReport, turning a panic into a test failure.
 func parseSafely(t *testing.T, doc string) (rep step.Report, err error) {
 	t.Helper()

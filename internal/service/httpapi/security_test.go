@@ -76,3 +76,34 @@ func TestResolveBodyOverLimitIs413(t *testing.T) {
 	wantProblem(t, r, http.StatusRequestEntityTooLarge, "payload_too_large")
 	e.unchanged(before)
 }
+
+// Targets that display alike take one lock, or are refused (issue #20, item 5): a
+// no-break or ideographic space is a space, a run of spaces is one, full-width letters and
+// digits are ASCII; a Cyrillic letter inside a Latin word is refused, and changes nothing.
+func TestLookAlikeTargetsTakeOneLockOrAreRefused(t *testing.T) {
+	e := newEnv(t)
+	first := e.admit("k-look-alike", demo("build 42"))
+	if first.status != http.StatusAccepted || first.json["target"] != "demo:build 42" {
+		t.Fatalf("%d %s", first.status, first.body)
+	}
+	before := e.snapshot()
+	e.calls.Reset()
+	for _, target := range []string{`bu\u0456ld 42`, `b\u0430d 42`, `\uff42\u0430\uff44`} {
+		r := e.admit("k-mixed-"+target, demo(target))
+		wantProblem(t, r, http.StatusBadRequest, "invalid_input")
+		if errs, _ := r.json["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["pointer"] != "/input/target" {
+			t.Fatalf("%s: errors %v", target, r.json["errors"])
+		}
+	}
+	if n := e.calls.Load(); n != 0 {
+		t.Fatalf("%d DynamoDB calls for refused targets", n)
+	}
+	for _, target := range []string{`build\u00a042`, `build\u300042`, `build  42`, `\uff42\uff55\uff49\uff4c\uff44\u3000\uff14\uff12`} {
+		r := e.admit("k-look-alike-"+target, demo(target))
+		wantProblem(t, r, http.StatusConflict, "target_busy")
+		if r.json["operationId"] != first.json["operationId"] {
+			t.Fatalf("%s: target_busy names %v, want %v", target, r.json["operationId"], first.json["operationId"])
+		}
+	}
+	e.unchanged(before)
+}

@@ -1,7 +1,9 @@
 // Package notify publishes "Operation State Changed" for every committed state change. It
 // reads changes from the projection's stream records, so nothing is published before the
-// fact is committed, and publishes at least once, in version order per operation:
-// subscribers deduplicate on (operationId, version).
+// fact is committed, and publishes at least once, in version order per operation: version
+// n+1 goes to the bus only once version n is on it, and a version published again is its
+// operation's latest, never an older one after a newer. Subscribers deduplicate on
+// (operationId, version) (docs/lifecycle.md, "Events").
 //
 // The same details can be rebuilt from an operation's facts (Republish), for an operator to
 // publish them again when the stream path gave up on them (docs/lifecycle.md, "Events").
@@ -10,8 +12,10 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -67,10 +71,19 @@ type StateChange struct {
 	CorrelationID string // "" for operations admitted before it was recorded
 }
 
-// Bus publishes event details in order; it returns how many of them it published before the
-// first failure (len(details) when all were).
+// Event is one encoded detail to publish, and the operation it is about.
+type Event struct {
+	OperationID string
+	Detail      []byte
+}
+
+// Bus publishes events. Of one operation's events it puts each on the bus only once every
+// earlier one of that operation is there; on a failure it sends again only what failed, and
+// when it gives up on an event it sends nothing after it. So what it publishes of events
+// that come after an unpublished one is at most one event per operation. It reports which
+// events are on the bus (published[i] for events[i]) and, when not all are, why not.
 type Bus interface {
-	Publish(ctx context.Context, details [][]byte) (published int, err error)
+	Publish(ctx context.Context, events []Event) (published []bool, err error)
 }
 
 // Metrics is where the notifier counts what it published (the functions give it
@@ -130,9 +143,11 @@ func Encode(c StateChange) []byte {
 	return b
 }
 
-// HandleStream publishes the batch's state changes in stream order. On the first failure it
-// reports that record and every later one as failed, so the retry resends from there and no
-// subscriber ever sees a version after a later one it already got from this batch.
+// HandleStream publishes the batch's state changes in stream order, and reports the records
+// whose events are not on the bus as failed. The event source mapping then delivers the
+// batch again from the earliest of them, so the events after it that are on the bus go out
+// again: by the Bus's rule at most one per operation, each its operation's latest, so no
+// subscriber gets a version after a later one of its operation.
 func (n *Notifier) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	var changes []StateChange
 	var sequences []string
@@ -154,22 +169,28 @@ func (n *Notifier) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (e
 		return resp, nil
 	}
 	published, err := n.publish(ctx, changes)
-	if err != nil {
+	var done, undone []StateChange
+	for i, c := range changes {
+		if published[i] {
+			done = append(done, c)
+			continue
+		}
+		undone = append(undone, c)
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: sequences[i]})
+	}
+	if len(undone) > 0 {
 		// If the event source mapping runs out of retries, these are the events to
 		// republish (longrun republish): its on-failure destination names only sequence
 		// numbers.
-		n.Log.WarnContext(ctx, "publish failed; the rest of the batch will be retried", "published", published,
-			"unpublished", versions(changes[published:]), "error", err.Error())
-		for _, seq := range sequences[published:] {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seq})
-		}
-		n.metric("PublishFailures", "Count", float64(len(changes)-published))
+		n.Log.WarnContext(ctx, "publish failed; the rest of the batch will be retried", "published", len(done),
+			"unpublished", versions(undone), "error", err.Error())
+		n.metric("PublishFailures", "Count", float64(len(undone)))
 	}
 	var now time.Time
 	if n.Now != nil {
 		now = n.Now()
 	}
-	for _, c := range changes[:published] {
+	for _, c := range done {
 		n.Log.InfoContext(logctx.With(ctx, logctx.Fields{OperationID: c.OperationID, CorrelationID: c.CorrelationID}),
 			"event published", "version", c.Version, "state", string(c.State))
 		// The representation's updatedAt is the instant its writer stamped the change's
@@ -179,19 +200,31 @@ func (n *Notifier) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (e
 			n.metric("NotifyLag", "Milliseconds", float64(max(now.Sub(at), 0).Milliseconds()))
 		}
 	}
-	if published > 0 {
-		n.metric("EventsPublished", "Count", float64(published))
+	if len(done) > 0 {
+		n.metric("EventsPublished", "Count", float64(len(done)))
 	}
-	n.Log.InfoContext(ctx, "published", "events", published)
+	n.Log.InfoContext(ctx, "published", "events", len(done))
 	return resp, nil
 }
 
-func (n *Notifier) publish(ctx context.Context, changes []StateChange) (int, error) {
-	details := make([][]byte, len(changes))
+// publish publishes changes: published[i] says whether changes[i]'s event is on the bus, and
+// err is not nil when one is not.
+func (n *Notifier) publish(ctx context.Context, changes []StateChange) (published []bool, err error) {
+	evs := make([]Event, len(changes))
 	for i, c := range changes {
-		details[i] = Encode(c)
+		evs[i] = Event{OperationID: c.OperationID, Detail: Encode(c)}
 	}
-	return n.Bus.Publish(ctx, details)
+	published, err = n.Bus.Publish(ctx, evs)
+	if len(published) != len(changes) {
+		// A bus that does not say which are on it: none count as published, and the retry
+		// sends them again (at least once).
+		err = errors.Join(err, fmt.Errorf("publish: the bus answered for %d of %d events", len(published), len(changes)))
+		published = make([]bool, len(changes))
+	}
+	if err == nil && slices.Contains(published, false) {
+		err = errors.New("publish: the bus left events unpublished without an error")
+	}
+	return published, err
 }
 
 // versions names changes as operationId@version, for logs.
@@ -218,9 +251,11 @@ func (n *Notifier) Republish(ctx context.Context, id string) ([]int, error) {
 	}
 	ctx = logctx.With(ctx, logctx.Fields{OperationID: id, CorrelationID: changes[0].CorrelationID})
 	published, err := n.publish(ctx, changes)
-	done := make([]int, published)
-	for i, c := range changes[:published] {
-		done[i] = c.Version
+	var done []int
+	for i, c := range changes {
+		if published[i] {
+			done = append(done, c.Version)
+		}
 	}
 	if err != nil {
 		return done, fmt.Errorf("republish %s: %w", id, err)

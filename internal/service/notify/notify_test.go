@@ -21,21 +21,29 @@ import (
 
 type bus struct {
 	got     []notify.Detail
-	failAt  int // publish fails at this index (-1: never)
+	failAt  int          // publish stops at this index (-1: never)
+	lost    map[int]bool // these fail, and those after them are published
 	batches int
 }
 
-func (b *bus) Publish(_ context.Context, details [][]byte) (int, error) {
+func (b *bus) Publish(_ context.Context, evs []notify.Event) ([]bool, error) {
 	b.batches++
-	for i, d := range details {
+	published := make([]bool, len(evs))
+	var err error
+	for i, e := range evs {
 		if i == b.failAt {
-			return i, errors.New("throttled")
+			return published, errors.Join(err, errors.New("throttled"))
+		}
+		if b.lost[i] {
+			err = errors.Join(err, fmt.Errorf("entry %d: InternalFailure", i))
+			continue
 		}
 		var det notify.Detail
-		_ = json.Unmarshal(d, &det)
+		_ = json.Unmarshal(e.Detail, &det)
 		b.got = append(b.got, det)
+		published[i] = true
 	}
-	return len(details), nil
+	return published, err
 }
 
 func projection(id string, seq string, oldVersion, newVersion int, oldState, newState string) events.DynamoDBEventRecord {
@@ -77,8 +85,8 @@ func TestPublishesEachVersionOnceInOrder(t *testing.T) {
 	}
 }
 
-// A failure stops the batch there: that record and every later one are retried, so no
-// subscriber gets a version after a later one from the same batch.
+// A bus that stops at a failure published nothing after it: that record and every later one
+// are reported, so the retry sends them all, in order.
 func TestFailureRetriesFromThere(t *testing.T) {
 	b := &bus{failAt: 1}
 	n := &notify.Notifier{Bus: b, Changes: dynamo.ProjectionChange, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
@@ -88,13 +96,40 @@ func TestFailureRetriesFromThere(t *testing.T) {
 		projection("op_1", "12", 1, 2, "accepted", "dispatched"),
 	}}
 	resp, _ := n.HandleStream(context.Background(), ev)
+	if failed := failedRecords(resp); fmt.Sprint(failed) != "[11 12]" || len(b.got) != 1 {
+		t.Fatalf("failed %v published %+v", failed, b.got)
+	}
+}
+
+// Issue #20, 10: the bus may leave an event unpublished and publish later ones (a call's
+// other entries, at most one per operation). The notifier reports exactly the records not
+// on the bus, so the mapping's retry starts at the earliest of them, and counts only those as
+// failures.
+func TestOnlyWhatIsNotOnTheBusIsReportedFailed(t *testing.T) {
+	b := &bus{failAt: -1, lost: map[int]bool{1: true}}
+	var logs strings.Builder
+	n := &notify.Notifier{Bus: b, Changes: dynamo.ProjectionChange, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+		projection("op_1", "10", 0, 1, "", "accepted"),
+		projection("op_2", "11", 0, 1, "", "accepted"),
+		projection("op_3", "12", 0, 1, "", "accepted"),
+	}}
+	resp, err := n.HandleStream(context.Background(), ev)
+	if failed := failedRecords(resp); err != nil || fmt.Sprint(failed) != "[11]" || len(b.got) != 2 {
+		t.Fatalf("failed %v, published %d: %v", failed, len(b.got), err)
+	}
+	if !strings.Contains(logs.String(), `"unpublished":["op_2@1"]`) || strings.Count(logs.String(), `"msg":"event published"`) != 2 {
+		t.Fatalf("logs:\n%s", logs.String())
+	}
+}
+
+// failedRecords is the sequence numbers resp reports failed.
+func failedRecords(resp events.DynamoDBEventResponse) []string {
 	var failed []string
 	for _, f := range resp.BatchItemFailures {
 		failed = append(failed, f.ItemIdentifier)
 	}
-	if fmt.Sprint(failed) != "[11 12]" || len(b.got) != 1 {
-		t.Fatalf("failed %v published %+v", failed, b.got)
-	}
+	return failed
 }
 
 func change(result json.RawMessage, problem *operation.Problem) notify.StateChange {
@@ -206,13 +241,17 @@ type rawBus struct {
 	got   [][]byte
 }
 
-func (b *rawBus) Publish(_ context.Context, details [][]byte) (int, error) {
+func (b *rawBus) Publish(_ context.Context, evs []notify.Event) ([]bool, error) {
 	b.calls++
+	published := make([]bool, len(evs))
 	if b.down {
-		return 0, errors.New("ServiceUnavailable")
+		return published, errors.New("ServiceUnavailable")
 	}
-	b.got = append(b.got, details...)
-	return len(details), nil
+	for i, e := range evs {
+		b.got = append(b.got, e.Detail)
+		published[i] = true
+	}
+	return published, nil
 }
 
 // Defect 4 (issue #12), an EventBridge outage that outlasts the event source mapping's

@@ -397,8 +397,13 @@ func (x *run) take(ctx context.Context, lim *rate.Limiter) (bool, error) {
 	if lim == nil {
 		return true, nil
 	}
+	// The clock is read and the token reserved under the run's lock: the limiter counts a
+	// time earlier than the last it saw as that last, and then gives the next reservation
+	// the difference again, a token too many, when the workers' times cross.
+	x.mu.Lock()
 	now := x.Now()
 	res := lim.ReserveN(now, 1)
+	x.mu.Unlock()
 	if !res.OK() {
 		return false, fmt.Errorf("reconcile: a limiter of burst %d cannot give a token", lim.Burst())
 	}

@@ -222,7 +222,9 @@ type end struct {
 }
 
 // stepEnd reads how the step req ended from in. A report that cannot be read, or any failure
-// of the invocation after it was made, may hide an effect: the outcome is unknown.
+// of the invocation after it was made, may hide an effect: the outcome is unknown. Text too
+// long for the protocol is no such fault: it is cut (step.ParseReportCuttingText), so that a
+// worker echoing a caller's input cannot let the caller choose outcome_unknown.
 func stepEnd(in Input, req *step.Request) end {
 	failure := ""
 	if in.Error != nil {
@@ -239,7 +241,7 @@ func stepEnd(in Input, req *step.Request) end {
 			failure = ep.ErrorType
 		} else {
 			var err error
-			if rep, err = step.ParseReport(raw); err != nil {
+			if rep, err = step.ParseReportCuttingText(raw); err != nil {
 				return fail(operation.KindOutcomeUnknown, "invalid_report", "Invalid step report",
 					fmt.Sprintf("Step %d's worker answered with something that is not a step report (%v); the step may have acted, so the outcome is unknown.", req.Step, truncate(err.Error(), 300)))
 			}

@@ -304,6 +304,77 @@ func TestStepEnds(t *testing.T) {
 	}
 }
 
+// A report whose only fault is text longer than the protocol allows (a problem's title or
+// detail, a progress message) is recorded as the worker said, the text cut to its limit
+// and ending with "…": a worker that echoes a caller's input must not let the caller send
+// the operation to an operator (issue #20, 3). A report with any other fault besides is
+// still not a report.
+func TestOverLongTextInAReportIsCut(t *testing.T) {
+	f := newFixture(t)
+	long := strings.Repeat
+	cut := func(s string, limit int) string { return string([]rune(s)[:limit-1]) + "…" }
+	detail := "The provisioner has no template \"" + long("x", 2000) + "\"."
+	cases := []struct {
+		name   string
+		report string
+		state  operation.State
+		code   string
+		title  string // "" for any
+		detail string // the problem's, or the progress message for a continue
+	}{
+		{"failed, long detail", `{"status":"failed","problem":{"code":"unknown_template","title":"Unknown template","detail":` + quote(detail) + `}}`,
+			operation.Failed, "unknown_template", "Unknown template", cut(detail, 2000)},
+		{"failed, long title", `{"status":"failed","problem":{"code":"unknown_template","title":"` + long("é", 201) + `"}}`,
+			operation.Failed, "unknown_template", cut(long("é", 201), 200), ""},
+		{"failed, long progress message", `{"status":"failed","problem":{"code":"gone","title":"Gone"},"progress":{"message":"` + long("m", 500) + `"}}`,
+			operation.Failed, "gone", "Gone", ""},
+		{"result lost, long detail", `{"status":"outcome_unknown","problem":{"code":"conn_reset","title":"Connection reset","detail":"` + long("😀", 2001) + `"}}`,
+			operation.OutcomeUnknown, "conn_reset", "Connection reset", cut(long("😀", 2001), 2000)},
+		{"succeeded, long progress message", `{"status":"succeeded","result":{"ok":true},"progress":{"message":"` + long("m", 201) + `"}}`,
+			operation.Succeeded, "", "", ""},
+		{"continue, long progress message", `{"status":"continue","progress":{"message":"` + long("m", 201) + `"}}`,
+			operation.Running, "", "", cut(long("m", 201), 200)},
+		// Another fault as well: not a report.
+		{"long detail and a bad code", `{"status":"failed","problem":{"code":"Unknown","title":"Unknown template","detail":"` + long("d", 2001) + `"}}`,
+			operation.OutcomeUnknown, "invalid_report", "", ""},
+		{"long detail and no title", `{"status":"failed","problem":{"code":"unknown_template","title":"","detail":"` + long("d", 2001) + `"}}`,
+			operation.OutcomeUnknown, "invalid_report", "", ""},
+		{"long detail and a member its status forbids", `{"status":"failed","problem":{"code":"unknown_template","title":"Unknown template","detail":"` + long("d", 2001) + `"},"result":{}}`,
+			operation.OutcomeUnknown, "invalid_report", "", ""},
+		{"long message and a percent out of range", `{"status":"succeeded","progress":{"percent":101,"message":"` + long("m", 201) + `"}}`,
+			operation.OutcomeUnknown, "invalid_report", "", ""},
+		{"long message that is not a string", `{"status":"continue","progress":{"message":[` + long(`"m",`, 300) + `"m"]}}`,
+			operation.OutcomeUnknown, "invalid_report", "", ""},
+	}
+	for _, tc := range cases {
+		id := f.newOp()
+		d1 := f.handle(recorder.Input{OperationID: id})
+		f.handle(after(d1, tc.report))
+		op := f.load(id)
+		if op.State != tc.state {
+			t.Errorf("%s: %s %+v, want %s", tc.name, op.State, op.Problem, tc.state)
+			continue
+		}
+		if tc.state == operation.Running {
+			if op.Progress == nil || op.Progress.Message != tc.detail {
+				t.Errorf("%s: progress %+v", tc.name, op.Progress)
+			}
+			continue
+		}
+		if tc.code == "" {
+			continue
+		}
+		if p := op.Problem; p == nil || p.Code != tc.code || tc.title != "" && p.Title != tc.title || tc.detail != "" && p.Detail != tc.detail {
+			t.Errorf("%s: problem %.300v", tc.name, p)
+		}
+	}
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 // A step Lambda refused to invoke (the workflow's Catch names it as Step Functions does)
 // never ran: nothing is recorded, and the same step is offered again after a wait.
 func TestARefusedStepIsOfferedAgain(t *testing.T) {
