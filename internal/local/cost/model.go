@@ -12,6 +12,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/local/ddbmeter"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 // Trace is what one run recorded for Operations distinct operations.
@@ -378,7 +379,9 @@ func (m Model) transitions(invs []Invocation) (transitions, retries int, err err
 			}
 			continue
 		}
-		if inv.Function != sizing.Recorder {
+		if inv.Function != sizing.Recorder || inv.Next == recorder.NextParked {
+			// A parked Run's invocations (it sent a step, or heard of one that ended and
+			// sent the next) move no state: the Run task waits on its token.
 			continue
 		}
 		if inv.OperationID == "" || inv.Next == "" {

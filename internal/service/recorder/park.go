@@ -135,27 +135,29 @@ func stale(op operation.Operation, p pace) bool {
 
 // Deliver goes on with the parked Run whose step ended as d says: it records the end and
 // goes on as Run does, then answers the workflow's token once the work is done, stopped or
-// handed on. A delivery that is stale (Lambda delivers at least once; a Run may have given
-// up on the step) changes nothing.
-func (r *Recorder) Deliver(ctx context.Context, d Delivery) (err error) {
+// handed on. It returns the decision it answered with, or NextParked when it sent the next
+// step. A delivery that is stale (Lambda delivers at least once; a Run may have given up
+// on the step) changes nothing, and answers nothing (NextParked too).
+func (r *Recorder) Deliver(ctx context.Context, d Delivery) (Decision, error) {
+	parkedOn := Decision{Next: NextParked}
 	var req step.Request
 	if err := json.Unmarshal(d.Request, &req); err != nil || req.OperationID == "" || req.Step < 1 {
-		return fmt.Errorf("recorder: a delivery of no step request: %w", errors.Join(err, errors.New("no operation or step")))
+		return Decision{}, fmt.Errorf("recorder: a delivery of no step request: %w", errors.Join(err, errors.New("no operation or step")))
 	}
 	op, err := r.Store.Load(ctx, req.OperationID)
 	if err != nil {
-		return err
+		return Decision{}, err
 	}
 	pk, ok := parkedIn(op.Lease)
 	if !ok && op.State == operation.OutcomeUnknown {
 		// The step was given up on as unknown; its real end is recorded (handle), and
 		// nobody waits for an answer.
 		_, err := r.handle(ctx, deliveredInput(op, req, parked{}, d), pace{})
-		return err
+		return parkedOn, err
 	}
 	if !ok || pk.Step != req.Step {
 		r.Log.InfoContext(ctx, "stale delivery", "operation_id", op.ID, "step", req.Step, "state", op.State)
-		return nil
+		return parkedOn, nil
 	}
 	ctx, span := tracelink.Start(ctx, r.Tracer, "deliver", pk.Traceparent, tracelink.AttrOperationID.String(op.ID))
 	defer span.End()
@@ -164,10 +166,9 @@ func (r *Recorder) Deliver(ctx context.Context, d Delivery) (err error) {
 	out, err := r.steps(ctx, deliveredInput(op, req, pk, d), &rc, 1)
 	if errors.Is(err, errStale) {
 		r.Log.InfoContext(ctx, "stale delivery", "operation_id", op.ID, "step", req.Step)
-		return nil
+		return parkedOn, nil
 	}
-	_, err = r.answered(ctx, rc, out, err)
-	return err
+	return r.answered(ctx, rc, out, err)
 }
 
 // deliveredInput is the workflow's state as a Run that waited for step req would have held

@@ -135,7 +135,7 @@ func (f *fixture) runWith(token string, state recorder.Input) recorder.Decision 
 
 func (f *fixture) deliver(d recorder.Delivery) {
 	f.t.Helper()
-	if err := f.rec.Deliver(context.Background(), d); err != nil {
+	if _, err := f.rec.Deliver(context.Background(), d); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -209,7 +209,7 @@ func TestADeliveryTwiceChangesNothing(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := f.rec.Deliver(context.Background(), d); err != nil {
+				if _, err := f.rec.Deliver(context.Background(), d); err != nil {
 					t.Error(err)
 				}
 			}()

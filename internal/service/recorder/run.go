@@ -62,7 +62,7 @@ const recordReserve = 20 * time.Second
 func (r *Recorder) Serve(ctx context.Context, raw json.RawMessage) (Decision, error) {
 	if r.Deliveries != nil {
 		if d, ok := r.Deliveries(raw); ok {
-			return Decision{Next: NextParked}, r.Deliver(ctx, d)
+			return r.Deliver(ctx, d)
 		}
 	}
 	var call Call
