@@ -1,8 +1,11 @@
 // Command cost is `make cost`: it runs a fixed mix of operations on the local stack and
 // prices what one operation costs on AWS, by component (internal/local/cost,
-// docs/cost.md). The mix is demo.task, half of one step and half of five, 30% of the
-// admission requests replays of an earlier one, every operation polled to its end as the
-// CLI polls. The last line is the total and its parts.
+// docs/cost.md). The default mix (-mix default) is demo.task, half of one step and half of
+// five, 30% of the admission requests replays of an earlier one, every operation polled to
+// its end as the CLI polls. Two more are long work: -mix steps30, five steps of 30 s each;
+// -mix wait, one step after a wait (-wait, 6 hours on AWS; the local stack waits as long as
+// it is told, and a wait's cost does not depend on its length). The last line is the total
+// and its parts.
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +44,16 @@ type config struct {
 	operations  int
 	concurrency int
 	logPath     string
+	mix         string
+	wait        time.Duration
 }
+
+// The mixes.
+const (
+	mixDefault = "default"
+	mixSteps30 = "steps30"
+	mixWait    = "wait"
+)
 
 // run is the command; a nil stdout is the process's standard output as it is once kumo's
 // is diverted.
@@ -51,13 +64,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.operations, "n", 60, "operations in the mix (half of 1 step, half of 5)")
 	fs.IntVar(&cfg.concurrency, "concurrency", 4, "operations in flight at once")
 	fs.StringVar(&cfg.logPath, "log", filepath.Join(".cache", "logs", "cost-stack.log"), "where the local stack's logs go")
+	fs.StringVar(&cfg.mix, "mix", mixDefault, "the mix: default (half of 1 step, half of 5), steps30 (5 steps of 30 s) or wait (1 step after a wait)")
+	fs.DurationVar(&cfg.wait, "wait", 5*time.Second, "the wait of -mix wait (a wait costs the same whatever its length)")
 	asJSON := fs.Bool("json", false, "print the figures as JSON instead of the table")
 	timeout := fs.Duration("timeout", 15*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if cfg.operations < 2 || cfg.concurrency < 1 {
-		fmt.Fprintln(stderr, "cost: -n must be at least 2 and -concurrency at least 1")
+	if cfg.operations < 2 || cfg.concurrency < 1 || !slices.Contains([]string{mixDefault, mixSteps30, mixWait}, cfg.mix) ||
+		cfg.wait < time.Second || cfg.wait > 6*time.Hour {
+		fmt.Fprintln(stderr, "cost: -n must be at least 2, -concurrency at least 1, -mix default, steps30 or wait, and -wait from 1s to 6h")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -112,8 +128,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "mix: %d operations of demo.task (%d of 1 step, %d of 5), %d of %d admission requests replays, %d at a time; measured in %s\n",
-		report.Operations, (cfg.operations+1)/2, cfg.operations/2, report.Replays, report.Admissions, cfg.concurrency, time.Since(started).Round(time.Second))
+	fmt.Fprintf(stdout, "mix: %d operations of %s, %d of %d admission requests replays, %d at a time; measured in %s\n",
+		report.Operations, cfg.describe(), report.Replays, report.Admissions, cfg.concurrency, time.Since(started).Round(time.Second))
 	fmt.Fprintf(stdout, "prices: %s list prices as of %s (%s)\n\n", report.Region, report.PricesAsOf, cost.PricesFile)
 	if err := report.Write(stdout); err != nil {
 		fmt.Fprintln(stderr, err)
@@ -145,8 +161,13 @@ func measure(ctx context.Context, cfg config, logs io.Writer, stderr io.Writer) 
 	if err := waitForEdge(ctx); err != nil {
 		return measured{}, err
 	}
-	stack, err := devstack.Start(ctx, devstack.Options{APIAddr: "127.0.0.1:0", Output: counter, Meter: tap.Wrap,
-		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	opts := devstack.Options{APIAddr: "127.0.0.1:0", Output: counter, Meter: tap.Wrap,
+		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if cfg.mix != mixDefault {
+		_, here, _, _ := runtime.Caller(0)
+		opts.TypesFile = filepath.Join(filepath.Dir(here), "cost.types.yaml")
+	}
+	stack, err := devstack.Start(ctx, opts)
 	if err != nil {
 		return measured{}, fmt.Errorf("start the local stack: %w", err)
 	}
@@ -247,22 +268,42 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(r)
 }
 
+// describe says what cfg's mix is, for the report's first line.
+func (cfg config) describe() string {
+	switch cfg.mix {
+	case mixSteps30:
+		return "cost.task, 5 steps of 30 s each"
+	case mixWait:
+		return fmt.Sprintf("cost.task, a first step that asks to wait %s, then the step", cfg.wait)
+	}
+	return fmt.Sprintf("demo.task (%d of 1 step, %d of 5)", (cfg.operations+1)/2, cfg.operations/2)
+}
+
 // planned is one operation of the mix.
 type planned struct {
 	index  int
-	steps  int
+	typ    string
+	input  map[string]any
 	replay bool // its admission is sent twice
 }
 
-// plan is the fixed mix: every other operation of 5 steps, and replays spread evenly so that
-// 30% of the admission requests are replays (r of n + r: r = 3n/7, rounded).
-func plan(n int) []planned {
+// plan is cfg's mix of n operations, with replays spread evenly so that 30% of the
+// admission requests are replays (r of n + r: r = 3n/7, rounded). The default mix has
+// every other operation of 5 steps.
+func plan(cfg config) []planned {
+	n := cfg.operations
 	r := int(math.Round(0.3 * float64(n) / 0.7))
 	ops := make([]planned, n)
 	for i := range ops {
-		ops[i] = planned{index: i, steps: 1, replay: (i+1)*r/n > i*r/n}
-		if i%2 == 1 {
-			ops[i].steps = 5
+		target := fmt.Sprintf("cost-%04d", i)
+		ops[i] = planned{index: i, typ: "demo.task", input: map[string]any{"target": target, "steps": 1}, replay: (i+1)*r/n > i*r/n}
+		switch {
+		case cfg.mix == mixSteps30:
+			ops[i].typ, ops[i].input = "cost.task", map[string]any{"target": target, "steps": 5, "sleepMs": 30000}
+		case cfg.mix == mixWait:
+			ops[i].typ, ops[i].input = "cost.task", map[string]any{"target": target, "steps": 2, "waitSeconds": int(cfg.wait / time.Second)}
+		case i%2 == 1:
+			ops[i].input["steps"] = 5
 		}
 	}
 	return ops
@@ -271,7 +312,7 @@ func plan(n int) []planned {
 // runMix admits and follows every operation of the plan, cfg.concurrency at a time, and
 // returns the admission requests sent and how many of them were replays.
 func runMix(ctx context.Context, api *client.Client, cfg config) (admissions, replays int, err error) {
-	ops := plan(cfg.operations)
+	ops := plan(cfg)
 	work := make(chan planned)
 	var mu sync.Mutex
 	var errs []error
@@ -308,8 +349,7 @@ func runMix(ctx context.Context, api *client.Client, cfg config) (admissions, re
 // follow admits op (twice for a replay: the same key and body, answered with the same
 // operation) and polls it to its end with the poller's defaults, as the CLI does.
 func follow(ctx context.Context, api *client.Client, op planned) (admissions int, err error) {
-	req := client.CreateRequest{Type: "demo.task", Key: fmt.Sprintf("cost-%04d", op.index),
-		Input: map[string]any{"target": fmt.Sprintf("cost-%04d", op.index), "steps": op.steps}}
+	req := client.CreateRequest{Type: op.typ, Key: fmt.Sprintf("cost-%04d", op.index), Input: op.input}
 	first, err := api.Create(ctx, req, nil)
 	if err != nil {
 		return 0, err

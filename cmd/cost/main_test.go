@@ -15,24 +15,34 @@ import (
 
 func TestPlan(t *testing.T) {
 	for _, tc := range []struct{ n, replays int }{{60, 26}, {2, 1}, {7, 3}, {100, 43}} {
-		ops := plan(tc.n)
+		ops := plan(config{operations: tc.n, mix: mixDefault})
 		replays, five := 0, 0
 		for i, op := range ops {
-			if op.index != i {
-				t.Fatalf("index %d at %d", op.index, i)
+			if op.index != i || op.typ != "demo.task" {
+				t.Fatalf("index %d at %d, %s", op.index, i, op.typ)
 			}
 			if op.replay {
 				replays++
 			}
-			if op.steps == 5 {
+			if op.input["steps"] == 5 {
 				five++
-			} else if op.steps != 1 {
-				t.Fatalf("%d steps", op.steps)
+			} else if op.input["steps"] != 1 {
+				t.Fatalf("%v steps", op.input["steps"])
 			}
 		}
 		// r replays of n + r admissions: 30% of them.
 		if replays != tc.replays || five != tc.n/2 {
 			t.Errorf("n=%d: %d replays, %d of 5 steps; want %d and %d", tc.n, replays, five, tc.replays, tc.n/2)
+		}
+	}
+	long := plan(config{operations: 4, mix: mixSteps30})
+	wait := plan(config{operations: 4, mix: mixWait, wait: 6 * time.Hour})
+	for i := range 4 {
+		if long[i].typ != "cost.task" || long[i].input["steps"] != 5 || long[i].input["sleepMs"] != 30000 {
+			t.Errorf("steps30: %+v", long[i])
+		}
+		if wait[i].typ != "cost.task" || wait[i].input["steps"] != 2 || wait[i].input["waitSeconds"] != 21600 {
+			t.Errorf("wait: %+v", wait[i])
 		}
 	}
 }
@@ -50,7 +60,7 @@ func TestTwoOperationsOnTheLocalStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	m, err := measure(ctx, config{operations: 2, concurrency: 2}, logFile, os.Stderr)
+	m, err := measure(ctx, config{operations: 2, concurrency: 2, mix: mixDefault}, logFile, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}

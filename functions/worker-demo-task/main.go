@@ -1,5 +1,5 @@
-// Command worker-demo-task is demo.task's worker: `steps` steps of `sleepMs` each, then the
-// asked-for outcome. It speaks the step protocol through the public worker package, as any
+// Command worker-demo-task is demo.task's worker: `steps` steps of `sleepMs` each (with a
+// wait of `waitSeconds` after the first), then the asked-for outcome. It speaks the step protocol through the public worker package, as any
 // team's worker does, and never touches longrun's table.
 package main
 
@@ -18,6 +18,9 @@ type input struct {
 	Steps   int    `json:"steps"`   // default 1; 0 is taken as 1
 	SleepMs int    `json:"sleepMs"` // default 0
 	Outcome string `json:"outcome"` // succeed (the default), fail or unknown
+	// WaitSeconds is how long the task waits after its first step, with nothing running
+	// (a continue report's delay); default 0.
+	WaitSeconds int `json:"waitSeconds"`
 }
 
 // carried is the state a step carries to the next: how many steps are done.
@@ -55,9 +58,13 @@ func demoTask(ctx context.Context, step worker.Step, in input) (worker.Report, e
 	case <-time.After(time.Duration(in.SleepMs) * time.Millisecond):
 	}
 	if step.Number < steps {
-		return worker.Continue(carried{Done: step.Number}).WithProgress(worker.Progress{
+		next := worker.Continue(carried{Done: step.Number}).WithProgress(worker.Progress{
 			TotalSteps: steps, Message: fmt.Sprintf("step %d of %d done", step.Number, steps),
-		}), nil
+		})
+		if step.Number == 1 && in.WaitSeconds > 0 {
+			next = next.After(time.Duration(in.WaitSeconds) * time.Second)
+		}
+		return next, nil
 	}
 	switch in.Outcome {
 	case "fail":
