@@ -70,9 +70,10 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		})
 		// A worker may run as long as the longest step of its types: the recorder gives each
 		// step the type's stepTimeout, and the function's own timeout ends the invocation at
-		// the same bound. It needs no setting and no permission: it never touches longrun's
-		// table (the recorder may invoke it).
-		workers[w] = awslambda.NewFunction(stack, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
+		// the same bound. It needs no setting and no permission but writing its own log
+		// group: it never touches longrun's table (the recorder may invoke it).
+		worker := awslambda.NewFunction(stack, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
+			Role:          construct.FunctionRole(stack, cdkid.Title(fname), logs),
 			FunctionName:  jsii.String("longrun-" + props.Stage + "-" + fname),
 			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:  arch,
@@ -83,6 +84,7 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 			LogGroup:      logs,
 			LoggingFormat: awslambda.LoggingFormat_JSON,
 		})
+		workers[w] = worker
 	}
 
 	cp := &construct.Props{
