@@ -33,7 +33,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run cost scale test unit e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all run cost scale test unit nag e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -178,6 +178,12 @@ unit:
 	$(GO) test -count=1 ./cmd/cost
 	$(GO) test -count=1 -timeout 20m ./cmd/scale
 	$(GO) test -count=1 $(CDK_PKGS)
+
+# cdk-nag's AwsSolutions and Serverless packs over the construct and over the stage `make
+# synth` builds, in several shapes (docs/security.md, "The rule packs"): the TestRulePacks
+# tests alone. `make unit` runs them too, with the other CDK tests.
+nag:
+	$(GO) test -count=1 -run '^TestRulePacks' ./construct ./infra/stack
 
 # The worked example is a module of its own (examples/provision-environment, longrun through
 # a replace): its worker's tests, its CDK app's, and its end-to-end test on the local runner

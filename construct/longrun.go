@@ -327,7 +327,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		mapping(lr.Functions[m.Function], lr.Table, m, dlqs[m.Function])
 	}
 
-	awsevents.NewRule(c, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
+	schedule := awsevents.NewRule(c, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
 		RuleName: name("reconcile"),
 		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(sizing.ReconcilePeriod.Minutes()))),
 		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(reconciler, nil)},
@@ -340,6 +340,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	newAlarms(c, props, lr.Functions, props.Workers, dlqs, lr.StateMachines, lr.ResumeStateMachines, name)
 	newMetricAlarms(c, props, metrics, lr.API, served.registry, name)
 	lr.Dashboard = newDashboard(c, props, metrics, lr, served.registry, name)
+	suppressFindings(lr, schedule, trace.active)
 	return lr
 }
 
