@@ -33,7 +33,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run cost scale test unit e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all run cost scale test unit nag e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -82,9 +82,10 @@ ddb-run: deps ddb-install
 
 # gofmt, go.mod and go.sum as `go mod tidy` writes them, go vet, and no committed binaries
 # (.ci/no-binaries proves itself on throw-away repositories first); the contract through
-# redocly (api/redocly.yaml makes every warning an error); client/api.gen.go as `make
+# redocly (api/redocly.yaml makes every warning an error) and through Spectral's OWASP API
+# Security ruleset (api/spectral.yaml; a warning fails it too); client/api.gen.go as `make
 # generate` writes it, regenerated into a temporary folder and compared.
-lint: deps redocly-install oapi-codegen-install
+lint: deps redocly-install spectral-install oapi-codegen-install
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
@@ -94,6 +95,8 @@ lint: deps redocly-install oapi-codegen-install
 	bash .ci/no-binaries
 	@out=$$($(REDOCLY_LINT) 2>&1) || { echo "$$out"; echo "redocly lint: api/openapi.yaml has problems"; exit 1; }; \
 	  echo "redocly lint: api/openapi.yaml: no problems"
+	@out=$$($(SPECTRAL_LINT) 2>&1) || { echo "$$out"; echo "spectral lint (OWASP): api/openapi.yaml has problems"; exit 1; }; \
+	  echo "spectral lint (OWASP): api/openapi.yaml: no problems"
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && { $(call client-gen,$$tmp); } || exit 1; \
 	  if ! cmp -s client/api.gen.go "$$tmp/api.gen.go"; then diff -u client/api.gen.go "$$tmp/api.gen.go" | head -40; \
 	    echo "client/api.gen.go is stale: run make generate"; exit 1; fi; \
@@ -110,6 +113,22 @@ redocly-install: $(REDOCLY)
 $(REDOCLY): | tools-check
 	mkdir -p $(REDOCLY_DIR)
 	npm install --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm) --prefix $(REDOCLY_DIR) $(REDOCLY_PKG)
+
+# Spectral and the OWASP API Security ruleset, installed into the cache from
+# api/spectral/package.json and package-lock.json, so their whole tree is pinned (npm ci
+# checks every package's integrity), without install scripts. The ruleset (api/spectral.yaml)
+# names the OWASP package, which Spectral finds through NODE_PATH in that folder, never on
+# the network.
+SPECTRAL_DIR := $(CACHE)/spectral
+SPECTRAL     := $(SPECTRAL_DIR)/node_modules/.bin/spectral
+SPECTRAL_LINT = NODE_PATH=$(abspath $(SPECTRAL_DIR))/node_modules $(SPECTRAL) lint \
+  --ruleset api/spectral.yaml --fail-severity=warn --format text api/openapi.yaml
+spectral-install: $(SPECTRAL)
+$(SPECTRAL): api/spectral/package.json api/spectral/package-lock.json | tools-check
+	rm -rf $(SPECTRAL_DIR) && mkdir -p $(SPECTRAL_DIR)
+	cp api/spectral/package.json api/spectral/package-lock.json $(SPECTRAL_DIR)/
+	npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm) --prefix $(SPECTRAL_DIR)
+	touch $@
 
 # The generated client, client/api.gen.go: cmd/clientspec renders api/openapi.yaml as the
 # generator is to read it (docs/development.md says why), and oapi-codegen generates from
@@ -130,7 +149,7 @@ oapi-codegen-install: $(OAPI_CODEGEN)
 $(OAPI_CODEGEN):
 	GOBIN=$(abspath $(OAPI_CODEGEN_DIR)) $(GO) install github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION)
 
-.PHONY: generate redocly-install oapi-codegen-install
+.PHONY: generate redocly-install spectral-install oapi-codegen-install
 
 test: deps ddb-install lint asl-lint unit e2e-plain example fuzz synth
 
@@ -159,6 +178,12 @@ unit:
 	$(GO) test -count=1 ./cmd/cost
 	$(GO) test -count=1 -timeout 20m ./cmd/scale
 	$(GO) test -count=1 $(CDK_PKGS)
+
+# cdk-nag's AwsSolutions and Serverless packs over the construct and over the stage `make
+# synth` builds, in several shapes (docs/security.md, "The rule packs"): the TestRulePacks
+# tests alone. `make unit` runs them too, with the other CDK tests.
+nag:
+	$(GO) test -count=1 -run '^TestRulePacks' ./construct ./infra/stack
 
 # The worked example is a module of its own (examples/provision-environment, longrun through
 # a replace): its worker's tests, its CDK app's, and its end-to-end test on the local runner

@@ -147,6 +147,7 @@ func (e State) Valid() bool {
 
 // Accepted The admission response body (202).
 type Accepted struct {
+	// CreatedAt UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
 	CreatedAt Timestamp `json:"createdAt"`
 
 	// OperationID `op_` followed by a ULID (26 Crockford base32 characters).
@@ -158,10 +159,10 @@ type Accepted struct {
 	// StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 	StatusURL StatusURL `json:"statusUrl"`
 
-	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
+	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server): `<namespace>:<value>`, the namespace at most 64 bytes and the value at most 256. Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 	Target Target `json:"target"`
 
-	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them). A deployment's types file refuses any other spelling, and names over 64 bytes.
 	//
 	// Examples: export.orders, demo.task
 	Type OperationTypeName `json:"type"`
@@ -185,7 +186,7 @@ type AdmissionRequest struct {
 	// Input The operation's input: a JSON object validated against the chosen type's `inputSchema` from `GET /v1/operation-types/{name}` (`400 invalid_input`, with the failing fields, when it does not satisfy it).
 	Input map[string]interface{} `json:"input"`
 
-	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them). A deployment's types file refuses any other spelling, and names over 64 bytes.
 	//
 	// Examples: export.orders, demo.task
 	Type OperationTypeName `json:"type"`
@@ -241,8 +242,10 @@ type NotFoundProblem = Problem
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed.
 type OperationRepresentation struct {
-	CancelRequested bool      `json:"cancelRequested"`
-	CreatedAt       Timestamp `json:"createdAt"`
+	CancelRequested bool `json:"cancelRequested"`
+
+	// CreatedAt UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
+	CreatedAt Timestamp `json:"createdAt"`
 
 	// ObservedAt When an executor last reported; null until one has.
 	ObservedAt *time.Time `json:"observedAt"`
@@ -267,15 +270,17 @@ type OperationRepresentation struct {
 	// StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 	StatusURL StatusURL `json:"statusUrl"`
 
-	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
+	// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server): `<namespace>:<value>`, the namespace at most 64 bytes and the value at most 256. Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 	Target   Target `json:"target"`
 	Terminal bool   `json:"terminal"`
 
-	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+	// Type The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them). A deployment's types file refuses any other spelling, and names over 64 bytes.
 	//
 	// Examples: export.orders, demo.task
-	Type      OperationTypeName `json:"type"`
-	UpdatedAt Timestamp         `json:"updatedAt"`
+	Type OperationTypeName `json:"type"`
+
+	// UpdatedAt UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
+	UpdatedAt Timestamp `json:"updatedAt"`
 
 	// Version Increases with every fact; the `ETag` carries it.
 	Version int `json:"version"`
@@ -296,16 +301,18 @@ type OperationList struct {
 
 // OperationProblem Why an operation failed or why its outcome is unknown.
 type OperationProblem struct {
-	// Code Machine-readable reason (snake_case).
+	// Code Machine-readable reason (snake_case, at most 64 characters).
 	Code   string `json:"code"`
 	Detail string `json:"detail"`
 	Title  string `json:"title"`
-	Type   string `json:"type"`
+
+	// Type `https://longrun.dev/problems/` followed by `code`.
+	Type string `json:"type"`
 }
 
 // OperationType One operation type the API admits, as the deployment's registry defines it: the same registry admission validates against, so `inputSchema` is exactly what an admission's `input` must satisfy.
 type OperationType struct {
-	// DeadlineSeconds How long, in whole seconds from its admission, an operation of this type may take before the reconciler stops it (`deadline_exceeded`).
+	// DeadlineSeconds How long, in whole seconds from its admission, an operation of this type may take before the reconciler stops it (`deadline_exceeded`); at most a year.
 	DeadlineSeconds int `json:"deadlineSeconds"`
 
 	// Description What an operation of this type does, for people.
@@ -314,7 +321,7 @@ type OperationType struct {
 	// InputSchema The JSON Schema (draft 2020-12) an admission's `input` must satisfy, as a JSON object.
 	InputSchema map[string]interface{} `json:"inputSchema"`
 
-	// Name The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+	// Name The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them). A deployment's types file refuses any other spelling, and names over 64 bytes.
 	//
 	// Examples: export.orders, demo.task
 	Name OperationTypeName `json:"name"`
@@ -329,7 +336,7 @@ type OperationTypeList struct {
 	Items []OperationType `json:"items"`
 }
 
-// OperationTypeName The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+// OperationTypeName The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them). A deployment's types file refuses any other spelling, and names over 64 bytes.
 //
 // Examples: export.orders, demo.task
 type OperationTypeName = string
@@ -355,15 +362,17 @@ type Problem struct {
 	OperationID *OperationID `json:"operationId,omitempty"`
 
 	// RequestID Equals the response's `X-Request-Id`.
-	RequestID string `json:"requestId"`
-	Status    int    `json:"status"`
-	Title     string `json:"title"`
-	Type      string `json:"type"`
+	RequestID RequestID `json:"requestId"`
+	Status    int       `json:"status"`
+
+	// Title The code's title, fixed per code.
+	Title string `json:"title"`
+	Type  string `json:"type"`
 }
 
 // Progress How far the work has got, folded from the facts the worker reported, never invented; present once a step has completed. `completedSteps` counts the steps that completed; `totalSteps` (when the worker knows it; never below `completedSteps`), `percent` and `message` are the latest the worker reported.
 type Progress struct {
-	// CompletedSteps The steps that have completed.
+	// CompletedSteps The steps that have completed (never more than the type's `maxSteps`, at most 10000).
 	CompletedSteps int `json:"completedSteps"`
 
 	// Message The worker's latest note on what it is doing, for people.
@@ -380,6 +389,9 @@ type Progress struct {
 // `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
 // belongs to (both enforced below).
 type QuotaExceededProblem = Problem
+
+// RequestID Opaque: `req_` followed by a ULID, or `gateway` on API Gateway's own answers.
+type RequestID = string
 
 // ResolveRequest defines model for ResolveRequest.
 type ResolveRequest struct {
@@ -404,10 +416,10 @@ type State string
 // StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 type StatusURL = string
 
-// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server). Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
+// Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server): `<namespace>:<value>`, the namespace at most 64 bytes and the value at most 256. Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 type Target = string
 
-// Timestamp defines model for Timestamp.
+// Timestamp UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
 type Timestamp = time.Time
 
 // UnauthenticatedProblem RFC 9457 problem details. `code` decides; `type` is
@@ -445,7 +457,7 @@ type Limit = int
 // OperationIDPath defines model for OperationIdPath.
 type OperationIDPath = string
 
-// OperationTypeNamePath The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+// OperationTypeNamePath The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them). A deployment's types file refuses any other spelling, and names over 64 bytes.
 //
 // Examples: export.orders, demo.task
 type OperationTypeNamePath = OperationTypeName
@@ -453,7 +465,7 @@ type OperationTypeNamePath = OperationTypeName
 // StateFilter `accepted` → `dispatched` → `running` → one of `succeeded` | `failed` | `canceled`; `cancelling` after cancellation intent on a dispatched or running operation; `outcome_unknown` when an external effect may have happened but its result was lost (not terminal, never retried blindly: it waits for reconciliation or an operator).
 type StateFilter = State
 
-// TypeFilter The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them).
+// TypeFilter The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them). A deployment's types file refuses any other spelling, and names over 64 bytes.
 //
 // Examples: export.orders, demo.task
 type TypeFilter = OperationTypeName
@@ -541,7 +553,7 @@ type ListOperationsParams struct {
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `nextCursor` of the previous page; opaque and bound to the caller's scope.
+	// Cursor The `nextCursor` of the previous page; opaque and bound to the caller's scope. A longer value than any cursor the API writes is `400 invalid_input`.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1618,29 +1630,29 @@ type ClientWithResponsesInterface interface {
 // ListOperationTypesResponse200Headers the declared response headers of an HTTP 200 response for ListOperationTypes
 type ListOperationTypesResponse200Headers struct {
 	CacheControl string
-	XRequestID   string
+	XRequestID   RequestID
 }
 
 // ListOperationTypesResponse401Headers the declared response headers of an HTTP 401 response for ListOperationTypes
 type ListOperationTypesResponse401Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ListOperationTypesResponse405Headers the declared response headers of an HTTP 405 response for ListOperationTypes
 type ListOperationTypesResponse405Headers struct {
 	Allow      string
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ListOperationTypesResponse500Headers the declared response headers of an HTTP 500 response for ListOperationTypes
 type ListOperationTypesResponse500Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ListOperationTypesResponse503Headers the declared response headers of an HTTP 503 response for ListOperationTypes
 type ListOperationTypesResponse503Headers struct {
 	RetryAfter int
-	XRequestID string
+	XRequestID RequestID
 }
 
 type ListOperationTypesResponse struct {
@@ -1725,34 +1737,34 @@ func (r ListOperationTypesResponse) ContentType() string {
 // GetOperationTypeResponse200Headers the declared response headers of an HTTP 200 response for GetOperationType
 type GetOperationTypeResponse200Headers struct {
 	CacheControl string
-	XRequestID   string
+	XRequestID   RequestID
 }
 
 // GetOperationTypeResponse401Headers the declared response headers of an HTTP 401 response for GetOperationType
 type GetOperationTypeResponse401Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // GetOperationTypeResponse404Headers the declared response headers of an HTTP 404 response for GetOperationType
 type GetOperationTypeResponse404Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // GetOperationTypeResponse405Headers the declared response headers of an HTTP 405 response for GetOperationType
 type GetOperationTypeResponse405Headers struct {
 	Allow      string
-	XRequestID string
+	XRequestID RequestID
 }
 
 // GetOperationTypeResponse500Headers the declared response headers of an HTTP 500 response for GetOperationType
 type GetOperationTypeResponse500Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // GetOperationTypeResponse503Headers the declared response headers of an HTTP 503 response for GetOperationType
 type GetOperationTypeResponse503Headers struct {
 	RetryAfter int
-	XRequestID string
+	XRequestID RequestID
 }
 
 type GetOperationTypeResponse struct {
@@ -1846,34 +1858,34 @@ func (r GetOperationTypeResponse) ContentType() string {
 // ListOperationsResponse200Headers the declared response headers of an HTTP 200 response for ListOperations
 type ListOperationsResponse200Headers struct {
 	CacheControl *string
-	XRequestID   string
+	XRequestID   RequestID
 }
 
 // ListOperationsResponse400Headers the declared response headers of an HTTP 400 response for ListOperations
 type ListOperationsResponse400Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ListOperationsResponse401Headers the declared response headers of an HTTP 401 response for ListOperations
 type ListOperationsResponse401Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ListOperationsResponse405Headers the declared response headers of an HTTP 405 response for ListOperations
 type ListOperationsResponse405Headers struct {
 	Allow      string
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ListOperationsResponse500Headers the declared response headers of an HTTP 500 response for ListOperations
 type ListOperationsResponse500Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ListOperationsResponse503Headers the declared response headers of an HTTP 503 response for ListOperations
 type ListOperationsResponse503Headers struct {
 	RetryAfter int
-	XRequestID string
+	XRequestID RequestID
 }
 
 type ListOperationsResponse struct {
@@ -1969,55 +1981,55 @@ type AdmitOperationResponse202Headers struct {
 	IdempotentReplayed *string
 	Location           StatusURL
 	RetryAfter         int
-	XRequestID         string
+	XRequestID         RequestID
 }
 
 // AdmitOperationResponse400Headers the declared response headers of an HTTP 400 response for AdmitOperation
 type AdmitOperationResponse400Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // AdmitOperationResponse401Headers the declared response headers of an HTTP 401 response for AdmitOperation
 type AdmitOperationResponse401Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // AdmitOperationResponse405Headers the declared response headers of an HTTP 405 response for AdmitOperation
 type AdmitOperationResponse405Headers struct {
 	Allow      string
-	XRequestID string
+	XRequestID RequestID
 }
 
 // AdmitOperationResponse409Headers the declared response headers of an HTTP 409 response for AdmitOperation
 type AdmitOperationResponse409Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // AdmitOperationResponse413Headers the declared response headers of an HTTP 413 response for AdmitOperation
 type AdmitOperationResponse413Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // AdmitOperationResponse415Headers the declared response headers of an HTTP 415 response for AdmitOperation
 type AdmitOperationResponse415Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // AdmitOperationResponse429Headers the declared response headers of an HTTP 429 response for AdmitOperation
 type AdmitOperationResponse429Headers struct {
 	RetryAfter int
-	XRequestID string
+	XRequestID RequestID
 }
 
 // AdmitOperationResponse500Headers the declared response headers of an HTTP 500 response for AdmitOperation
 type AdmitOperationResponse500Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // AdmitOperationResponse503Headers the declared response headers of an HTTP 503 response for AdmitOperation
 type AdmitOperationResponse503Headers struct {
 	RetryAfter int
-	XRequestID string
+	XRequestID RequestID
 }
 
 type AdmitOperationResponse struct {
@@ -2149,34 +2161,34 @@ type GetOperationResponse200Headers struct {
 	CacheControl string
 	ETag         ETagValue
 	RetryAfter   *int
-	XRequestID   string
+	XRequestID   RequestID
 }
 
 // GetOperationResponse401Headers the declared response headers of an HTTP 401 response for GetOperation
 type GetOperationResponse401Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // GetOperationResponse404Headers the declared response headers of an HTTP 404 response for GetOperation
 type GetOperationResponse404Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // GetOperationResponse405Headers the declared response headers of an HTTP 405 response for GetOperation
 type GetOperationResponse405Headers struct {
 	Allow      string
-	XRequestID string
+	XRequestID RequestID
 }
 
 // GetOperationResponse500Headers the declared response headers of an HTTP 500 response for GetOperation
 type GetOperationResponse500Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // GetOperationResponse503Headers the declared response headers of an HTTP 503 response for GetOperation
 type GetOperationResponse503Headers struct {
 	RetryAfter int
-	XRequestID string
+	XRequestID RequestID
 }
 
 type GetOperationResponse struct {
@@ -2272,7 +2284,7 @@ type CancelOperationResponse200Headers struct {
 	CacheControl *string
 	ETag         *ETagValue
 	RetryAfter   *int
-	XRequestID   string
+	XRequestID   RequestID
 }
 
 // CancelOperationResponse202Headers the declared response headers of an HTTP 202 response for CancelOperation
@@ -2280,44 +2292,44 @@ type CancelOperationResponse202Headers struct {
 	CacheControl *string
 	ETag         *ETagValue
 	RetryAfter   *int
-	XRequestID   string
+	XRequestID   RequestID
 }
 
 // CancelOperationResponse401Headers the declared response headers of an HTTP 401 response for CancelOperation
 type CancelOperationResponse401Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // CancelOperationResponse404Headers the declared response headers of an HTTP 404 response for CancelOperation
 type CancelOperationResponse404Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // CancelOperationResponse405Headers the declared response headers of an HTTP 405 response for CancelOperation
 type CancelOperationResponse405Headers struct {
 	Allow      string
-	XRequestID string
+	XRequestID RequestID
 }
 
 // CancelOperationResponse409Headers the declared response headers of an HTTP 409 response for CancelOperation
 type CancelOperationResponse409Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // CancelOperationResponse412Headers the declared response headers of an HTTP 412 response for CancelOperation
 type CancelOperationResponse412Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // CancelOperationResponse500Headers the declared response headers of an HTTP 500 response for CancelOperation
 type CancelOperationResponse500Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // CancelOperationResponse503Headers the declared response headers of an HTTP 503 response for CancelOperation
 type CancelOperationResponse503Headers struct {
 	RetryAfter int
-	XRequestID string
+	XRequestID RequestID
 }
 
 type CancelOperationResponse struct {
@@ -2439,59 +2451,59 @@ func (r CancelOperationResponse) ContentType() string {
 type ResolveOperationResponse200Headers struct {
 	CacheControl *string
 	ETag         *ETagValue
-	XRequestID   string
+	XRequestID   RequestID
 }
 
 // ResolveOperationResponse400Headers the declared response headers of an HTTP 400 response for ResolveOperation
 type ResolveOperationResponse400Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse401Headers the declared response headers of an HTTP 401 response for ResolveOperation
 type ResolveOperationResponse401Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse403Headers the declared response headers of an HTTP 403 response for ResolveOperation
 type ResolveOperationResponse403Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse404Headers the declared response headers of an HTTP 404 response for ResolveOperation
 type ResolveOperationResponse404Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse405Headers the declared response headers of an HTTP 405 response for ResolveOperation
 type ResolveOperationResponse405Headers struct {
 	Allow      string
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse409Headers the declared response headers of an HTTP 409 response for ResolveOperation
 type ResolveOperationResponse409Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse413Headers the declared response headers of an HTTP 413 response for ResolveOperation
 type ResolveOperationResponse413Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse415Headers the declared response headers of an HTTP 415 response for ResolveOperation
 type ResolveOperationResponse415Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse500Headers the declared response headers of an HTTP 500 response for ResolveOperation
 type ResolveOperationResponse500Headers struct {
-	XRequestID string
+	XRequestID RequestID
 }
 
 // ResolveOperationResponse503Headers the declared response headers of an HTTP 503 response for ResolveOperation
 type ResolveOperationResponse503Headers struct {
 	RetryAfter int
-	XRequestID string
+	XRequestID RequestID
 }
 
 type ResolveOperationResponse struct {
@@ -2919,7 +2931,7 @@ func ParseListOperationTypesResponse(rsp *http.Response) (*ListOperationTypesRes
 			headers.CacheControl = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -2929,7 +2941,7 @@ func ParseListOperationTypesResponse(rsp *http.Response) (*ListOperationTypesRes
 	case rsp.StatusCode == 401:
 		var headers ListOperationTypesResponse401Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -2946,7 +2958,7 @@ func ParseListOperationTypesResponse(rsp *http.Response) (*ListOperationTypesRes
 			headers.Allow = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -2956,7 +2968,7 @@ func ParseListOperationTypesResponse(rsp *http.Response) (*ListOperationTypesRes
 	case rsp.StatusCode == 500:
 		var headers ListOperationTypesResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -2973,7 +2985,7 @@ func ParseListOperationTypesResponse(rsp *http.Response) (*ListOperationTypesRes
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3054,7 +3066,7 @@ func ParseGetOperationTypeResponse(rsp *http.Response) (*GetOperationTypeRespons
 			headers.CacheControl = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3064,7 +3076,7 @@ func ParseGetOperationTypeResponse(rsp *http.Response) (*GetOperationTypeRespons
 	case rsp.StatusCode == 401:
 		var headers GetOperationTypeResponse401Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3074,7 +3086,7 @@ func ParseGetOperationTypeResponse(rsp *http.Response) (*GetOperationTypeRespons
 	case rsp.StatusCode == 404:
 		var headers GetOperationTypeResponse404Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3091,7 +3103,7 @@ func ParseGetOperationTypeResponse(rsp *http.Response) (*GetOperationTypeRespons
 			headers.Allow = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3101,7 +3113,7 @@ func ParseGetOperationTypeResponse(rsp *http.Response) (*GetOperationTypeRespons
 	case rsp.StatusCode == 500:
 		var headers GetOperationTypeResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3118,7 +3130,7 @@ func ParseGetOperationTypeResponse(rsp *http.Response) (*GetOperationTypeRespons
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3199,7 +3211,7 @@ func ParseListOperationsResponse(rsp *http.Response) (*ListOperationsResponse, e
 			headers.CacheControl = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3209,7 +3221,7 @@ func ParseListOperationsResponse(rsp *http.Response) (*ListOperationsResponse, e
 	case rsp.StatusCode == 400:
 		var headers ListOperationsResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3219,7 +3231,7 @@ func ParseListOperationsResponse(rsp *http.Response) (*ListOperationsResponse, e
 	case rsp.StatusCode == 401:
 		var headers ListOperationsResponse401Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3236,7 +3248,7 @@ func ParseListOperationsResponse(rsp *http.Response) (*ListOperationsResponse, e
 			headers.Allow = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3246,7 +3258,7 @@ func ParseListOperationsResponse(rsp *http.Response) (*ListOperationsResponse, e
 	case rsp.StatusCode == 500:
 		var headers ListOperationsResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3263,7 +3275,7 @@ func ParseListOperationsResponse(rsp *http.Response) (*ListOperationsResponse, e
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3386,7 +3398,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3396,7 +3408,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 	case rsp.StatusCode == 400:
 		var headers AdmitOperationResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3406,7 +3418,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 	case rsp.StatusCode == 401:
 		var headers AdmitOperationResponse401Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3423,7 +3435,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 			headers.Allow = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3433,7 +3445,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 	case rsp.StatusCode == 409:
 		var headers AdmitOperationResponse409Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3443,7 +3455,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 	case rsp.StatusCode == 413:
 		var headers AdmitOperationResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3453,7 +3465,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 	case rsp.StatusCode == 415:
 		var headers AdmitOperationResponse415Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3470,7 +3482,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3480,7 +3492,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 	case rsp.StatusCode == 500:
 		var headers AdmitOperationResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3497,7 +3509,7 @@ func ParseAdmitOperationResponse(rsp *http.Response) (*AdmitOperationResponse, e
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3592,7 +3604,7 @@ func ParseGetOperationResponse(rsp *http.Response) (*GetOperationResponse, error
 			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3602,7 +3614,7 @@ func ParseGetOperationResponse(rsp *http.Response) (*GetOperationResponse, error
 	case rsp.StatusCode == 401:
 		var headers GetOperationResponse401Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3612,7 +3624,7 @@ func ParseGetOperationResponse(rsp *http.Response) (*GetOperationResponse, error
 	case rsp.StatusCode == 404:
 		var headers GetOperationResponse404Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3629,7 +3641,7 @@ func ParseGetOperationResponse(rsp *http.Response) (*GetOperationResponse, error
 			headers.Allow = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3639,7 +3651,7 @@ func ParseGetOperationResponse(rsp *http.Response) (*GetOperationResponse, error
 	case rsp.StatusCode == 500:
 		var headers GetOperationResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3656,7 +3668,7 @@ func ParseGetOperationResponse(rsp *http.Response) (*GetOperationResponse, error
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3772,7 +3784,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3803,7 +3815,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3813,7 +3825,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 	case rsp.StatusCode == 401:
 		var headers CancelOperationResponse401Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3823,7 +3835,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 	case rsp.StatusCode == 404:
 		var headers CancelOperationResponse404Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3840,7 +3852,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 			headers.Allow = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3850,7 +3862,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 	case rsp.StatusCode == 409:
 		var headers CancelOperationResponse409Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3860,7 +3872,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 	case rsp.StatusCode == 412:
 		var headers CancelOperationResponse412Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3870,7 +3882,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 	case rsp.StatusCode == 500:
 		var headers CancelOperationResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -3887,7 +3899,7 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4010,7 +4022,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 			headers.ETag = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4020,7 +4032,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 	case rsp.StatusCode == 400:
 		var headers ResolveOperationResponse400Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4030,7 +4042,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 	case rsp.StatusCode == 401:
 		var headers ResolveOperationResponse401Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4040,7 +4052,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 	case rsp.StatusCode == 403:
 		var headers ResolveOperationResponse403Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4050,7 +4062,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 	case rsp.StatusCode == 404:
 		var headers ResolveOperationResponse404Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4067,7 +4079,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 			headers.Allow = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4077,7 +4089,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 	case rsp.StatusCode == 409:
 		var headers ResolveOperationResponse409Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4087,7 +4099,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 	case rsp.StatusCode == 413:
 		var headers ResolveOperationResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4097,7 +4109,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 	case rsp.StatusCode == 415:
 		var headers ResolveOperationResponse415Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4107,7 +4119,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 	case rsp.StatusCode == 500:
 		var headers ResolveOperationResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
@@ -4124,7 +4136,7 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 			headers.RetryAfter = value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
-			var value string
+			var value RequestID
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}

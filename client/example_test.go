@@ -35,7 +35,7 @@ func ExampleClientWithResponses_AdmitOperationWithResponse() {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Location", "/v1/operations/"+id)
 		w.Header().Set("Retry-After", "1")
-		w.Header().Set("X-Request-Id", "req_7d1c1c8e")
+		w.Header().Set("X-Request-Id", "req_01JDY3Q4W5E6R7T8Y9V0A1B2C4")
 		w.WriteHeader(http.StatusAccepted)
 		_ = json.NewEncoder(w).Encode(map[string]string{
 			"operationId": id, "type": req.Type, "target": req.Input.Target, "state": "accepted",

@@ -147,12 +147,26 @@ func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Fun
 			TracingEnabled:       jsii.Bool(traced), // X-Ray: the request's segment, joined by the function's
 			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(accessLogs),
 			AccessLogFormat:      awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat())),
+			// Execution logs of every method, errors only and never a body (DataTraceEnabled
+			// stays off): why API Gateway refused or failed a request (an authorizer's
+			// error, an integration's failure), which the access log only counts.
+			LoggingLevel:     awsapigateway.MethodLoggingLevel_ERROR,
+			DataTraceEnabled: jsii.Bool(false),
 		},
 		// Access logging needs the account's API Gateway CloudWatch Logs role, one per account
 		// and region: set by the construct only when asked (it is the account's, not the stage's).
 		CloudWatchRole:              jsii.Bool(props.APIGatewayCloudWatchRole),
 		CloudWatchRoleRemovalPolicy: roleRemoval,
 	})
+	// API Gateway writes execution logs to a group of its own naming, which it would create
+	// without a retention: created here first, kept as long as the access log.
+	executionLogs := awslogs.NewLogGroup(scope, jsii.String("ApiExecutionLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String("API-Gateway-Execution-Logs_" + *api.RestApiId() + "/" + props.Stage),
+		Retention:     awslogs.RetentionDays_ONE_MONTH,
+		RemovalPolicy: removal(dev),
+	})
+	api.DeploymentStage().Node().AddDependency(executionLogs)
+
 	method := &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_IAM}
 	if users != nil {
 		auth := awsapigateway.NewCognitoUserPoolsAuthorizer(scope, jsii.String("Authorizer"), &awsapigateway.CognitoUserPoolsAuthorizerProps{

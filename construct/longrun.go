@@ -195,6 +195,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 			withLayers = &layers
 		}
 		f := awslambda.NewFunction(c, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
+			Role:                         FunctionRole(c, cdkid.Title(fname), logs),
 			FunctionName:                 name(fname),
 			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:                 arch,
@@ -334,7 +335,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 		mapping(lr.Functions[m.Function], lr.Table, m, dlqs[m.Function])
 	}
 
-	awsevents.NewRule(c, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
+	schedule := awsevents.NewRule(c, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
 		RuleName: name("reconcile"),
 		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(sizing.ReconcilePeriod.Minutes()))),
 		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(reconciler, nil)},
@@ -347,7 +348,23 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	newAlarms(c, props, lr.Functions, props.Workers, dlqs, lr.StateMachines, lr.ResumeStateMachines, name)
 	newMetricAlarms(c, props, metrics, lr.API, served.registry, name)
 	lr.Dashboard = newDashboard(c, props, metrics, lr, served.registry, name)
+	suppressFindings(lr, schedule, trace.active)
 	return lr
+}
+
+// FunctionRole is a role for a Lambda function whose logs go to logs: it may write to that
+// log group and no other, where AWSLambdaBasicExecutionRole (the role CDK makes by itself)
+// lets a function write to every log group of the account, so a worker could write metric
+// lines into longrun's log groups, which feed its alarms. Its id is <id>ServiceRole, the
+// logical id prefix of the role CDK would make for the function <id>. The function's other
+// permissions are added to it as usual (grants, tracing). A team can give its workers such
+// a role too (infra/stack does).
+func FunctionRole(scope constructs.Construct, id string, logs awslogs.ILogGroup) awsiam.Role {
+	role := awsiam.NewRole(scope, jsii.String(id+"ServiceRole"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+	})
+	logs.GrantWrite(role)
+	return role
 }
 
 // GrantCall lets grantee call the API when it authorizes with IAM: execute-api:Invoke on

@@ -7,7 +7,11 @@
 //   - `if`/`then`/`else` in every schema (the rules tying `terminal` to `state`, a problem's
 //     `status` to its `code`, …), and an `allOf` member left with nothing else;
 //   - an `allOf` member that only narrows, with `const` or `enum`, properties another member
-//     (a `$ref`) declares: the per-response problems' `code`.
+//     (a `$ref`) declares: the per-response problems' `code`;
+//   - an integer's `format` (`int32`, `int64`): the contract's statement of its range, beside
+//     its `minimum` and `maximum`, which oapi-codegen would turn into int32 and int64 fields.
+//     The client's integers stay Go's int (64 bits on every platform it builds for; the
+//     bounds fit), as they were before the contract stated the formats.
 //
 // oapi-codegen merges an `allOf` by replacing a member that has an `allOf` of its own with
 // that `allOf`'s merge, dropping the member's own properties, so every per-response problem
@@ -175,6 +179,9 @@ func (r *renderer) schema(s *yaml.Node) {
 	del(s, "if")
 	del(s, "then")
 	del(s, "else")
+	if t := get(s, "type"); t != nil && t.Value == "integer" {
+		del(s, "format")
+	}
 	for _, k := range subschema {
 		r.schema(get(s, k))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -356,4 +357,38 @@ func TestAPIInvokePermissionsAreScoped(t *testing.T) {
 		t.Errorf("the api function's resource policy would be %d bytes, over Lambda's 20 KB", size)
 	}
 	t.Logf("%d permissions, a policy of at most %d bytes", len(got), size)
+}
+
+// Execution logs (issue #20, cdk-nag's APIG6): every method logs its errors, never a body
+// (DataTraceEnabled off), into a group the stack creates with a retention before the stage
+// exists (API Gateway would create it without one).
+func TestExecutionLogsAreErrorsOnlyWithoutBodies(t *testing.T) {
+	tpl := dev(t)
+	stageID, stage := only(t, "stages", tpl.of("AWS::ApiGateway::Stage"))
+	settings, _ := stage.Properties["MethodSettings"].([]any)
+	if len(settings) != 1 {
+		t.Fatalf("method settings %v", settings)
+	}
+	s := settings[0].(map[string]any)
+	if s["HttpMethod"] != "*" || s["ResourcePath"] != "/*" || s["LoggingLevel"] != "ERROR" || s["DataTraceEnabled"] != false {
+		t.Errorf("%s: method settings %v", stageID, s)
+	}
+	found := false
+	for id, g := range tpl.of("AWS::Logs::LogGroup") {
+		name := cfntest.Render(g.Properties["LogGroupName"])
+		if !strings.HasPrefix(name, "API-Gateway-Execution-Logs_") {
+			continue
+		}
+		found = true
+		apiID, _ := only(t, "REST APIs", tpl.of("AWS::ApiGateway::RestApi"))
+		if name != "API-Gateway-Execution-Logs_${"+apiID+"}/dev" || g.Properties["RetentionInDays"] != float64(30) {
+			t.Errorf("%s: %s kept %v days", id, name, g.Properties["RetentionInDays"])
+		}
+		if deps, _ := stage.DependsOn.([]any); !slices.Contains(deps, any(id)) {
+			t.Errorf("the stage does not wait for %s: %v", id, stage.DependsOn)
+		}
+	}
+	if !found {
+		t.Error("no execution log group")
+	}
 }

@@ -5,6 +5,7 @@ package stack_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -307,13 +308,16 @@ func TestQuotaAndOutcomeUnknownAlarms(t *testing.T) {
 // 3a (medium). Workers never touch longrun's table (docs/worker-protocol.md): their roles
 // have no DynamoDB or KMS action and name neither the table nor its key, and they get no
 // setting of longrun's (not even the table's name). Their policies may only be what their
-// own work needs, and the built-in workers need nothing.
+// own work needs, and the built-in workers need nothing but to write their own logs.
 func TestWorkersHaveNoTableAccess(t *testing.T) {
 	for _, props := range []stack.Props{{Stage: "dev"}, {Stage: "dev", TableEncryption: "customer"}} {
 		tpl := synthesize(t, props)
 		tableID, _ := only(t, "tables", tpl.of("AWS::DynamoDB::Table"))
 		for _, w := range []string{"WorkerDemoTask", "WorkerExportOrders"} {
 			for _, st := range tpl.statements(w) {
+				if ownLogs(tpl, w, st) {
+					continue
+				}
 				t.Errorf("%v: %s may %v on %v", props, w, cfntest.Actions(st), st["Resource"])
 			}
 			for _, r := range tpl.of("AWS::Lambda::Function") {
@@ -570,4 +574,79 @@ func TestIndexesAreReadByTheirReaders(t *testing.T) {
 			t.Errorf("%s may Query %v, want %v", fn, got, exp)
 		}
 	}
+}
+
+// ownLogs reports whether st is the statement that lets function fn (as in construct ids)
+// write its own log group: CreateLogStream and PutLogEvents on that group's ARN only.
+func ownLogs(tpl *template, fn string, st map[string]any) bool {
+	actions := cfntest.Actions(st)
+	sort.Strings(actions)
+	resources := cfntest.Resources(st)
+	return st["Effect"] == "Allow" && reflect.DeepEqual(actions, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) &&
+		len(resources) == 1 && resources[0] == "${"+tpl.logGroupID(fn)+".Arn}"
+}
+
+// logGroupID is the logical id of the log group of function fn (as in construct ids): the
+// group its LoggingConfig names.
+func (tpl *template) logGroupID(fn string) string {
+	for id, f := range tpl.of("AWS::Lambda::Function") {
+		if !strings.HasPrefix(id, fn) || len(id) != len(fn)+8 {
+			continue
+		}
+		if cfg, ok := f.Properties["LoggingConfig"].(map[string]any); ok {
+			if ref, ok := cfg["LogGroup"].(map[string]any)["Ref"].(string); ok {
+				return ref
+			}
+		}
+	}
+	return "no log group of " + fn
+}
+
+// 6 (low, issue #20). No function's role has a managed policy (AWSLambdaBasicExecutionRole
+// lets a function write to every log group, so a worker could write metric lines into
+// longrun's, which feed its alarms): each may write to its own log group and to no other.
+// The reconciler keeps StartExecution on the resume state machines: it starts the next
+// execution after a wait when Step Functions would not (reconcile.carryOn), so that
+// grant is used (docs/security.md).
+func TestEachFunctionWritesItsOwnLogGroupOnly(t *testing.T) {
+	for _, props := range []stack.Props{{Stage: "dev"}, {Stage: "dev", Cognito: true, NoTracing: true}} {
+		tpl := synthesize(t, props)
+		functions := map[string]string{} // construct id → role's logical id
+		for id, f := range tpl.of("AWS::Lambda::Function") {
+			functions[id[:len(id)-8]] = roleOf(f.Properties)
+		}
+		if len(functions) != len(longrunFunctions)+2 {
+			t.Fatalf("%v: functions %v", props, functions)
+		}
+		for fn, role := range functions {
+			if !strings.HasPrefix(role, fn+"ServiceRole") {
+				t.Errorf("%v: %s runs as %s, not a role of its own", props, fn, role)
+			}
+			if managed := tpl.Resources[role].Properties["ManagedPolicyArns"]; managed != nil {
+				t.Errorf("%v: %s's role has managed policies %v", props, fn, managed)
+			}
+			own := 0
+			for _, st := range tpl.statements(fn) {
+				if ownLogs(tpl, fn, st) {
+					own++
+					continue
+				}
+				for _, a := range cfntest.Actions(st) {
+					if strings.HasPrefix(a, "logs:") {
+						t.Errorf("%v: %s may %s on %v", props, fn, a, cfntest.Resources(st))
+					}
+				}
+			}
+			if own != 1 {
+				t.Errorf("%v: %s has %d statements writing its own log group, want 1", props, fn, own)
+			}
+		}
+	}
+}
+
+func roleOf(props map[string]any) string {
+	if att, ok := props["Role"].(map[string]any)["Fn::GetAtt"].([]any); ok {
+		return att[0].(string)
+	}
+	return fmt.Sprint(props["Role"])
 }

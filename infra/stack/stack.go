@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/longrun-dev/longrun/construct"
 	"github.com/longrun-dev/longrun/internal/aws/cdkid"
@@ -70,9 +71,10 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		})
 		// A worker may run as long as the longest step of its types: the recorder gives each
 		// step the type's stepTimeout, and the function's own timeout ends the invocation at
-		// the same bound. It needs no setting and no permission: it never touches longrun's
-		// table (the recorder may invoke it).
-		workers[w] = awslambda.NewFunction(stack, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
+		// the same bound. It needs no setting and no permission but writing its own log
+		// group: it never touches longrun's table (the recorder may invoke it).
+		worker := awslambda.NewFunction(stack, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
+			Role:          construct.FunctionRole(stack, cdkid.Title(fname), logs),
 			FunctionName:  jsii.String("longrun-" + props.Stage + "-" + fname),
 			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 			Architecture:  arch,
@@ -83,6 +85,8 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 			LogGroup:      logs,
 			LoggingFormat: awslambda.LoggingFormat_JSON,
 		})
+		suppressWorkerFindings(worker)
+		workers[w] = worker
 	}
 
 	cp := &construct.Props{
@@ -130,6 +134,23 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	awscdk.NewCfnOutput(stack, jsii.String("StateMachines"), &awscdk.CfnOutputProps{Value: stack.ToJsonString(arns, nil)})
 	awscdk.NewCfnOutput(stack, jsii.String("FunctionPrefix"), &awscdk.CfnOutputProps{Value: jsii.String("longrun-" + props.Stage + "-")})
 	return stack
+}
+
+// suppressWorkerFindings records the cdk-nag findings about a built-in worker that the stage
+// decides against (the construct records its own: docs/security.md, "The rule packs").
+func suppressWorkerFindings(worker awslambda.Function) {
+	fn := []*cdknag.NagPackSuppression{
+		{
+			Id:     jsii.String("Serverless-LambdaDLQ"),
+			Reason: jsii.String("The recorder invokes a worker synchronously and records how the step ended; there is no asynchronous event to keep."),
+		},
+		{
+			Id: jsii.String("Serverless-LambdaTracing"),
+			Reason: jsii.String("The built-in workers are workers as a team's would be: whether a worker is traced is its team's choice " +
+				"(the recorder's span covers the invocation)."),
+		},
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(worker, &fn, jsii.Bool(false))
 }
 
 func removal(dev bool) awscdk.RemovalPolicy {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -111,8 +112,17 @@ func encodeCursor(c cursor) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// MaxCursorLen bounds a cursor (api/openapi.yaml, the cursor parameter and nextCursor): one
+// this store writes is far shorter (the scope, an IAM principal's ARN or a Cognito sub with
+// its tenant, the filters and an operation id, as base64 of JSON), and a longer one is
+// refused before it is decoded.
+const MaxCursorLen = 4096
+
 func decodeCursor(s string) (cursor, error) {
 	var c cursor
+	if len(s) > MaxCursorLen {
+		return c, fmt.Errorf("a cursor is at most %d characters", MaxCursorLen)
+	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
 		return c, err

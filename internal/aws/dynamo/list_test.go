@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
@@ -24,5 +25,23 @@ func TestCraftedCursorIs400(t *testing.T) {
 	if _, _, err := store.List(context.Background(), httpapi.ListQuery{Tenant: "acme", Principal: "alice", Limit: 10,
 		Cursor: dynamo.CraftCursor("acme", "alice", "|", "op_01ARYZ6S410000000000000000")}); err != nil {
 		t.Errorf("a well-formed cursor: %v", err)
+	}
+}
+
+// The contract bounds a cursor (api/openapi.yaml, maxLength of cursor and nextCursor): one
+// this store writes for the longest scope and filters fits, and a longer one is refused.
+func TestCursorFitsItsBound(t *testing.T) {
+	tenant := strings.Repeat("t", 256)                                               // a Cognito custom:tenant's maxLen
+	principal := "arn:aws:iam::123456789012:role/" + strings.Repeat("p/", 255) + "r" // an IAM role's path and name, at their limits
+	filters := "outcome_unknown|" + strings.Repeat("a", 64)                          // the longest state and type name
+	c := dynamo.CraftCursor(tenant, principal, filters, "op_01ARYZ6S410000000000000000")
+	if len(c) > dynamo.MaxCursorLen {
+		t.Fatalf("a cursor of the longest scope is %d characters, over %d", len(c), dynamo.MaxCursorLen)
+	}
+	store, _, _ := newStore(t)
+	_, _, err := store.List(context.Background(), httpapi.ListQuery{Tenant: "acme", Principal: "alice", Limit: 10,
+		Cursor: strings.Repeat("A", dynamo.MaxCursorLen+1)})
+	if pe := problem.As(err); pe.Code != problem.InvalidInput {
+		t.Errorf("a cursor over the bound: %v, want invalid_input", err)
 	}
 }

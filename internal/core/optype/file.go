@@ -3,12 +3,14 @@ package optype
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v4"
 )
@@ -39,13 +41,17 @@ var (
 
 const (
 	maxTypeNameLen = 64
-	maxDeadline    = 8760 * time.Hour
-	maxStepTimeout = 15 * time.Minute // a worker is a Lambda function
-	minRetention   = time.Hour
-	maxRetention   = 8760 * time.Hour
-	maxMaxSteps    = 10000
-	maxQuotaWeight = 100
-	maxRangeDays   = 100000
+	// maxDescriptionLen and maxVersion bound what discovery shows (api/openapi.yaml,
+	// OperationType: description's maxLength, version's int32).
+	maxDescriptionLen = 1000
+	maxVersion        = math.MaxInt32
+	maxDeadline       = 8760 * time.Hour
+	maxStepTimeout    = 15 * time.Minute // a worker is a Lambda function
+	minRetention      = time.Hour
+	maxRetention      = 8760 * time.Hour
+	maxMaxSteps       = 10000
+	maxQuotaWeight    = 100
+	maxRangeDays      = 100000
 )
 
 var (
@@ -285,12 +291,14 @@ func (p *parser) parseType(i int, n *yaml.Node, names map[string]int) (Type, boo
 		}
 	}
 	if v, ok := m["version"]; ok {
-		t.Version, _ = p.integer(where, "version", v, 1, 0)
+		t.Version, _ = p.integer(where, "version", v, 1, maxVersion)
 	}
 	if v, ok := m["description"]; ok {
 		if s, ok := p.str(where, "description", v); ok {
 			if strings.TrimSpace(s) == "" {
 				p.fail(where, "description", v.Line, "must not be empty")
+			} else if n := utf8.RuneCountInString(strings.TrimSpace(s)); n > maxDescriptionLen {
+				p.fail(where, "description", v.Line, "is %d characters; at most %d", n, maxDescriptionLen)
 			}
 			t.Description = strings.TrimSpace(s)
 		}

@@ -20,6 +20,10 @@ const mintedTarget = "minted"
 
 var namespacePattern = regexp.MustCompile(`^[a-z][a-z0-9.-]*$`)
 
+// maxNamespaceLen bounds a target's namespace as a type's name is bounded, so a canonical
+// target is at most maxNamespaceLen + 1 + maxTargetLen bytes (api/openapi.yaml, Target).
+const maxNamespaceLen = maxTypeNameLen
+
 // pointer is an RFC 6901 JSON pointer into an operation's input.
 type pointer struct {
 	text   string
@@ -157,6 +161,8 @@ func parseTemplate(s string) (*template, []string) {
 	var problems []string
 	if !namespacePattern.MatchString(ns) {
 		problems = append(problems, fmt.Sprintf("namespace %q must match %s", ns, namespacePattern))
+	} else if len(ns) > maxNamespaceLen {
+		problems = append(problems, fmt.Sprintf("namespace %q is longer than %d bytes", ns, maxNamespaceLen))
 	}
 	if text == "" {
 		problems = append(problems, "the template after the namespace is empty")

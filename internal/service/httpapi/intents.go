@@ -3,9 +3,12 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -135,6 +138,8 @@ func parseResolution(mediaType string, params map[string]string, payload []byte)
 		}
 		if p := body.Problem; p != nil && (p.Code == "" || p.Title == "") {
 			fields = append(fields, problem.FieldError{Pointer: "/problem", Detail: "problem needs a code and a title."})
+		} else if p != nil {
+			fields = append(fields, problemFields(p)...)
 		}
 	default:
 		fields = append(fields, problem.FieldError{Pointer: "/outcome", Detail: "outcome must be succeeded or failed."})
@@ -150,4 +155,29 @@ func parseResolution(mediaType string, params map[string]string, payload []byte)
 		r.Problem = operation.NewProblem(r.Problem.Code, r.Problem.Title, r.Problem.Detail)
 	}
 	return r, nil
+}
+
+// The bounds of an operation's problem (api/openapi.yaml, OperationProblem): the step
+// protocol's for a worker's report (api/worker/step-report.schema.json), and an operator's
+// resolution is held to the same.
+var problemCodePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+const (
+	maxProblemTitle  = 200
+	maxProblemDetail = 2000
+)
+
+// problemFields checks an operator's problem against the contract's bounds.
+func problemFields(p *operation.Problem) []problem.FieldError {
+	var fields []problem.FieldError
+	if !problemCodePattern.MatchString(p.Code) {
+		fields = append(fields, problem.FieldError{Pointer: "/problem/code", Detail: "code must be snake_case: a lowercase letter, then at most 63 lowercase letters, digits or underscores."})
+	}
+	if utf8.RuneCountInString(p.Title) > maxProblemTitle {
+		fields = append(fields, problem.FieldError{Pointer: "/problem/title", Detail: fmt.Sprintf("title must be at most %d characters.", maxProblemTitle)})
+	}
+	if utf8.RuneCountInString(p.Detail) > maxProblemDetail {
+		fields = append(fields, problem.FieldError{Pointer: "/problem/detail", Detail: fmt.Sprintf("detail must be at most %d characters.", maxProblemDetail)})
+	}
+	return fields
 }

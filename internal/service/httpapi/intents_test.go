@@ -157,6 +157,11 @@ func TestResolveIsForOperatorsAndUnknownOutcomesOnly(t *testing.T) {
 		`{"outcome":"succeeded","reason":"x","extra":1}`,
 		`{"outcome":"succeeded","reason":"x","outcome":"failed"}`,
 		`[]`,
+		// An operator's problem is held to the contract's bounds (OperationProblem).
+		`{"outcome":"failed","reason":"x","problem":{"code":"Not Snake","title":"t"}}`,
+		`{"outcome":"failed","reason":"x","problem":{"code":"c` + strings.Repeat("x", 64) + `","title":"t"}}`,
+		`{"outcome":"failed","reason":"x","problem":{"code":"c","title":"` + strings.Repeat("t", 201) + `"}}`,
+		`{"outcome":"failed","reason":"x","problem":{"code":"c","title":"t","detail":"` + strings.Repeat("d", 2001) + `"}}`,
 	} {
 		wantProblem(t, e.resolve(id, "ops", bad), http.StatusBadRequest, "invalid_input")
 	}

@@ -116,7 +116,10 @@ func problemResponse(err error, requestID string) response {
 	return r
 }
 
-// retryAfter writes whole seconds, at least one.
+// MaxRetryAfter bounds every Retry-After the API sends (api/openapi.yaml, RetryAfter).
+const MaxRetryAfter = time.Hour
+
+// retryAfter writes whole seconds, at least one and at most MaxRetryAfter's.
 func retryAfter(d time.Duration) string {
-	return strconv.Itoa(int(math.Max(1, math.Ceil(d.Seconds()))))
+	return strconv.Itoa(int(math.Min(MaxRetryAfter.Seconds(), math.Max(1, math.Ceil(d.Seconds())))))
 }

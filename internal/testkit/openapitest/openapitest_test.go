@@ -112,7 +112,7 @@ var (
 	running = obj{
 		"operationId":     opID,
 		"type":            "demo.task",
-		"target":          "invoice-42",
+		"target":          "demo:invoice-42",
 		"state":           "running",
 		"terminal":        false,
 		"version":         3,
