@@ -18,6 +18,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/longrun-dev/longrun/construct"
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/testkit/cfntest"
@@ -619,5 +620,62 @@ func TestReconcilePacing(t *testing.T) {
 	_, rule := team.only(t, "AWS::Events::Rule")
 	if rule.Properties["ScheduleExpression"] != "rate(1 minute)" {
 		t.Errorf("schedule %v", rule.Properties["ScheduleExpression"])
+	}
+}
+
+// The recorder sends each step to its worker asynchronously and hears how it ended from the
+// worker's destination (docs/lifecycle.md, "One Lambda slot per step"): every worker, the
+// app's and the imported one, has an event invoke config whose destinations are the
+// recorder, with no retries and the queue time sizing gives; the recorder lets the app's
+// worker's role invoke it (Lambda invokes a destination as the worker's role), and may
+// answer and beat its workflows' task tokens.
+func TestWorkersHandTheirStepsBackToTheRecorder(t *testing.T) {
+	tpl := team(t)
+	recorder, recorderProps := tpl.function(t, "longrun-prod-recorder")
+	configs := tpl.of("AWS::Lambda::EventInvokeConfig")
+	seen := map[string]bool{}
+	for id, c := range configs {
+		p := c.Properties
+		fn := cfntest.Render(p["FunctionName"])
+		seen[fn] = true
+		dest, _ := p["DestinationConfig"].(map[string]any)
+		ok := func(k string) bool {
+			d, _ := dest[k].(map[string]any)
+			return d != nil && cfntest.Render(d["Destination"]) == "${"+recorder+".Arn}"
+		}
+		if p["Qualifier"] != "$LATEST" || p["MaximumRetryAttempts"] != float64(sizing.WorkerRetryAttempts) ||
+			p["MaximumEventAgeInSeconds"] != sizing.WorkerMaxEventAge.Seconds() || !ok("OnSuccess") || !ok("OnFailure") {
+			t.Errorf("%s: %v", id, p)
+		}
+	}
+	if len(configs) != 2 || !seen["${"+tpl.provisioner+"}"] || !seen["team-mailer"] {
+		t.Errorf("event invoke configs of %v; want the provisioner's and the mailer's", seen)
+	}
+	provisionerRole := ""
+	for _, r := range tpl.of("AWS::Lambda::Function") {
+		if strings.Contains(cfntest.Render(r.Properties["Role"]), "Provisioner") {
+			provisionerRole = cfntest.Render(r.Properties["Role"])
+		}
+	}
+	principals := []string{}
+	for _, p := range tpl.of("AWS::Lambda::Permission") {
+		if cfntest.Render(p.Properties["FunctionName"]) == "${"+recorder+".Arn}" && p.Properties["Action"] == "lambda:InvokeFunction" {
+			principals = append(principals, cfntest.Render(p.Properties["Principal"]))
+		}
+	}
+	if provisionerRole == "" || !slices.Contains(principals, provisionerRole) {
+		t.Errorf("the recorder may be invoked by %v; want the provisioner's role %s among them", principals, provisionerRole)
+	}
+	var tokens []string
+	for _, st := range tpl.roleStatements(roleOf(t, recorderProps, "Role")) {
+		for _, a := range cfntest.Actions(st) {
+			if strings.HasPrefix(a, "states:SendTask") {
+				tokens = append(tokens, a)
+			}
+		}
+	}
+	sort.Strings(tokens)
+	if !reflect.DeepEqual(tokens, []string{"states:SendTaskHeartbeat", "states:SendTaskSuccess"}) {
+		t.Errorf("the recorder may %v on task tokens", tokens)
 	}
 }

@@ -13,13 +13,15 @@ import (
 // that runs cdk-nag over its stack sees these as suppressed, with the reason, and every
 // finding about its own resources (its workers among them) as its own.
 func suppressFindings(lr *Longrun, schedule awsevents.Rule, traced bool) {
-	// X-Ray's actions (tracing) and DynamoDB's ListStreams (a stream event source) have no
+	// X-Ray's actions (tracing), DynamoDB's ListStreams (a stream event source) and the
+	// recorder's answers to its workflows' task tokens (SendTaskSuccess, SendTaskHeartbeat:
+	// a service integration's token belongs to no resource IAM can name) have no
 	// resource-level permissions: their only resource is "*", and nothing else is granted on
 	// it (TestRulePacks checks).
 	noResourceLevel := &cdknag.NagPackSuppression{
 		Id:        jsii.String("AwsSolutions-IAM5"),
 		AppliesTo: &[]interface{}{jsii.String("Resource::*")},
-		Reason:    jsii.String("X-Ray's PutTraceSegments, PutTelemetryRecords and GetSampling* and DynamoDB's ListStreams take no resource but *; no other action is granted on *."),
+		Reason:    jsii.String("X-Ray's PutTraceSegments, PutTelemetryRecords and GetSampling*, DynamoDB's ListStreams and Step Functions' SendTaskSuccess and SendTaskHeartbeat (a task token of a service integration) take no resource but *; no other action is granted on *."),
 	}
 	// Executions are named per operation at run time (<operation id>-<n>): the wildcard is
 	// the executions of one named state machine.
