@@ -94,6 +94,9 @@ func (c *callbacks) Answer(_ context.Context, token string, output []byte) error
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stopped[token] {
+		return recorder.ErrCallbackGone
+	}
 	if c.answers == nil {
 		c.answers = map[string][]recorder.Decision{}
 	}
@@ -339,5 +342,25 @@ func TestAStoppedExecutionSendsNoMoreSteps(t *testing.T) {
 	}
 	if c.beats != 1 {
 		t.Fatalf("%d heartbeats; want one before the second step", c.beats)
+	}
+}
+
+// A parked Run asks its task token whether its execution still runs before it hands the
+// work on (a heartbeat, not DescribeExecution, whose bucket the reconciler needs): one
+// stopped behind its back starts no next execution.
+func TestAStoppedExecutionHandsNothingOn(t *testing.T) {
+	f := newFixture(t)
+	id := f.newOp()
+	s := &script{answers: []any{`{"status":"continue","delaySeconds":60}`}}
+	q, c := f.parked(s)
+	f.runWith("tok-1", recorder.Input{OperationID: id})
+	ex := f.rec.Executions.(*executions) // DescribeExecution would call it running
+	c.stopped = map[string]bool{"tok-1": true}
+	f.deliver(q.next(t, s))
+	if len(ex.started) != 0 {
+		t.Fatalf("a stopped execution handed on to %+v", ex.started)
+	}
+	if a := c.of("tok-1"); len(a) != 0 {
+		t.Fatalf("answered %+v", a)
 	}
 }

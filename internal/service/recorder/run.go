@@ -172,7 +172,7 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		case NextParked: // a retried Run took over the step its first attempt sent
 			return d, nil
 		case NextWait, NextContinue:
-			return r.handBack(ctx, in, h, rc.run)
+			return r.handBack(ctx, in, h, rc)
 		case NextWork:
 		default:
 			return d.slim(), nil
@@ -240,6 +240,16 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
+// running says whether the execution ref a Run runs in still runs: for a parked Run, its
+// task token's heartbeat, whose bucket (500/s on AWS) is far larger than DescribeExecution's
+// (15/s), which the reconciler needs for its looks.
+func (r *Recorder) running(ctx context.Context, ref string, rc *runContext) (bool, error) {
+	if rc.park != nil {
+		return r.Callbacks.Alive(ctx, rc.park.Token)
+	}
+	return r.Executions.Running(ctx, ref)
+}
+
 // self is the execution in runs in: the first (k = 0), or the k-th after it, on the resume
 // state machine when it was handed a wait (the only way onto it).
 func (in Input) self() *continuation {
@@ -291,7 +301,8 @@ func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (handle
 // start is handed to the reconciler in this execution's output (Pending). An execution
 // stopped behind the recorder's back goes no further: the reconciler finds it stopped and
 // says so.
-func (r *Recorder) handBack(ctx context.Context, in Input, h handled, run string) (Decision, error) {
+func (r *Recorder) handBack(ctx context.Context, in Input, h handled, rc *runContext) (Decision, error) {
+	run := rc.run
 	d, op := h.Decision, h.op
 	typ, ok := r.Registry.Lookup(op.Type)
 	if !ok || r.Executions == nil {
@@ -314,7 +325,7 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled, run string
 		}
 	}
 	if current != "" && current != ref {
-		running, err := r.Executions.Running(ctx, current)
+		running, err := r.running(ctx, current, rc)
 		switch {
 		case err != nil: // the work goes on: a stop unseen now is the reconciler's to find
 			r.Log.WarnContext(ctx, "execution not described", "operation_id", op.ID, "error", err.Error())
