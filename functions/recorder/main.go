@@ -27,7 +27,7 @@ func main() {
 	workers := lambdainvoke.New(fn.AWS)
 	continuations := stepfunctions.Continuations{Executor: fn.Executor()}
 	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log,
-		Metrics: fn.Metrics, Invoker: workers, Executions: continuations, Sender: workers, Callbacks: continuations,
+		Metrics: fn.Metrics, Invoker: workers, Executions: continuations, Sender: workers, Callbacks: continuations, Claims: fn.Store,
 		Deliveries: lambdainvoke.Destination, MaxEventAge: sizing.WorkerMaxEventAge,
 		RunBudget: budget, Tracer: fn.Tracer(), RunIDs: ids.New().Request}
 	fn.Start(r.Serve)

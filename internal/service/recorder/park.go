@@ -20,7 +20,10 @@ import (
 // end, gates the next step and sends it, and so on, each time in a short invocation of its
 // own; when the work is done, stopped or handed on, it answers the token with the decision
 // the workflow would have had from a Run that waited. What a later invocation needs to go on
-// (the token above all) is kept in the step's lease, written before the step is sent.
+// (the token above all) is kept in the Run's lease, written before its first step is sent
+// and lasting as long as the Run may; the state a step carries to the next travels in the
+// step's request and report. A delivery takes its step's end (Claims) before the next step
+// is sent, so that a delivery twice sends nothing twice, and fast steps cost no fact.
 
 // NextParked is a parked Run's answer to its own invocation: the step is sent, and the
 // workflow hears the decision through its task token. The workflow never sees it.
@@ -31,6 +34,13 @@ const NextParked = "parked"
 // queueing it; any other may hide a step that will run.
 type Sender interface {
 	Send(ctx context.Context, function string, payload []byte) error
+}
+
+// Claims takes a step's end for a parked Run, once (dynamo.Store on AWS): Claim is true for
+// the first delivery of step's end in Run run, whose first step was first, and false for a
+// second delivery of it or a step out of the Run's order.
+type Claims interface {
+	Claim(ctx context.Context, id, run string, first, step int) (bool, error)
 }
 
 // Callbacks answers a workflow that waits on a task token (internal/aws/stepfunctions on
@@ -79,23 +89,28 @@ func (r *Recorder) maxEventAge() time.Duration {
 	return DefaultMaxEventAge
 }
 
-// parked is what a parked Run keeps in the lease of the step it sent (Lease.Callback), for
-// the invocation that hears how the step ended.
+// parked is what a parked Run keeps in its lease (Lease.Callback), for the invocations that
+// hear how its steps ended.
 type parked struct {
 	Token       string `json:"t"`
 	Worker      string `json:"w"`
-	Step        int    `json:"s"`
+	First       int    `json:"f"` // the first step the Run sent
 	K           int    `json:"k,omitempty"`
 	Resume      bool   `json:"r,omitempty"`
 	Traceparent string `json:"p,omitempty"`
 	Since       int64  `json:"a"` // when the Run began, in Unix seconds (ParkBudget)
 }
 
-// callback is p for step n, as a lease keeps it.
-func (p parked) callback(n int) string {
-	p.Step = n
+// callback is p as a lease keeps it.
+func (p parked) callback() string {
 	b, _ := json.Marshal(p)
 	return string(b)
+}
+
+// until is how long a parked Run's lease lasts: while it may start steps (ParkBudget), the
+// last one's time in Lambda's queue, the step, and the time to record its end.
+func (r *Recorder) until(p parked, stepTimeout time.Duration) time.Time {
+	return time.Unix(p.Since, 0).Add(r.parkBudget() + r.maxEventAge() + stepTimeout + recordReserve)
 }
 
 // parkedIn reads the parked Run a lease keeps; ok is false for a lease of a Run that waits.
@@ -112,32 +127,21 @@ func parkedIn(l *operation.Lease) (p parked, ok bool) {
 // in flight is not a parked one of this execution.
 func adopt(op operation.Operation, held *operation.Lease, p pace, now time.Time) *operation.Fact {
 	pk, ok := parkedIn(held)
-	if p.park == nil || p.delivered > 0 || !ok || held.Execution != p.self.name(op.ID) {
+	if p.park == nil || !ok || held.Execution != p.self.name(op.ID) {
 		return nil
 	}
 	pk.Token = p.park.Token
 	l := *held
-	l.Callback = pk.callback(pk.Step)
+	l.Callback = pk.callback()
 	return &operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now, Progress: op.Progress, Lease: &l}
-}
-
-// stale says whether a delivery of step p.delivered's end comes too late or twice: the
-// lease in force is not this Run's for that step (its end was recorded, or the work went
-// on without it). The real end of a step whose outcome was given up on as unknown is
-// recorded all the same (handle).
-func stale(op operation.Operation, p pace) bool {
-	if p.delivered == 0 {
-		return false
-	}
-	pk, ok := parkedIn(op.Lease)
-	return !ok || op.Lease.Run != p.run || pk.Step != p.delivered
 }
 
 // Deliver goes on with the parked Run whose step ended as d says: it records the end and
 // goes on as Run does, then answers the workflow's token once the work is done, stopped or
 // handed on. It returns the decision it answered with, or NextParked when it sent the next
 // step. A delivery that is stale (Lambda delivers at least once; a Run may have given up
-// on the step) changes nothing, and answers nothing (NextParked too).
+// on the step) sends nothing and answers nothing (NextParked too): recording its end again
+// changes nothing.
 func (r *Recorder) Deliver(ctx context.Context, d Delivery) (Decision, error) {
 	parkedOn := Decision{Next: NextParked}
 	var req step.Request
@@ -155,7 +159,7 @@ func (r *Recorder) Deliver(ctx context.Context, d Delivery) (Decision, error) {
 		_, err := r.handle(ctx, deliveredInput(op, req, parked{}, d), pace{})
 		return parkedOn, err
 	}
-	if !ok || pk.Step != req.Step {
+	if !ok || req.Step < pk.First {
 		r.Log.InfoContext(ctx, "stale delivery", "operation_id", op.ID, "step", req.Step, "state", op.State)
 		return parkedOn, nil
 	}
@@ -204,11 +208,12 @@ func (r *Recorder) answered(ctx context.Context, rc runContext, d Decision, err 
 }
 
 // goesOn says whether a parked Run may send its next step: its workflow still waits on its
-// token. An execution stopped behind the recorder's back goes no further; the lease the
-// gate took for the step is released, so that the reconciler finds the execution stopped
-// with nothing in flight and says so at once. An answer that does not come (throttled) lets
-// the work go on: a stop unseen now is the reconciler's to find.
-func (r *Recorder) goesOn(ctx context.Context, id string, rc *runContext) bool {
+// token. An execution stopped behind the recorder's back goes no further; the Run's lease
+// is released, with the progress a quiet step held back (heldBack), so that the reconciler
+// finds the execution stopped with nothing in flight and says so at once. An answer that
+// does not come (throttled) lets the work go on: a stop unseen now is the reconciler's to
+// find.
+func (r *Recorder) goesOn(ctx context.Context, id string, rc *runContext, heldBack *operation.Progress) bool {
 	alive, err := r.Callbacks.Alive(ctx, rc.park.Token)
 	switch {
 	case err != nil:
@@ -222,7 +227,11 @@ func (r *Recorder) goesOn(ctx context.Context, id string, rc *runContext) bool {
 		if op.Lease == nil || op.Lease.Run != rc.run || op.State.Terminal() {
 			return nil, nil
 		}
-		return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(), Progress: op.Progress}}, nil
+		progress := op.Progress
+		if heldBack != nil && (progress == nil || progress.CompletedSteps < heldBack.CompletedSteps) {
+			progress = heldBack
+		}
+		return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(), Progress: progress}}, nil
 	})
 	if err != nil {
 		r.Log.WarnContext(ctx, "lease not released", "operation_id", id, "error", err.Error())

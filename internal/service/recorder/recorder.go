@@ -164,6 +164,7 @@ type Recorder struct {
 	// steps in its own invocation (Invoker).
 	Sender    Sender
 	Callbacks Callbacks
+	Claims    Claims
 	// Deliveries reads a payload as a Delivery of a step's end (lambdainvoke.Destination
 	// on AWS); ok is false for any other payload. nil reads none.
 	Deliveries func(raw json.RawMessage) (d Delivery, ok bool)
@@ -386,6 +387,9 @@ func (r *Recorder) Handle(ctx context.Context, in Input) (Decision, error) {
 type handled struct {
 	Decision
 	progressed bool
+	// heldBack is the progress the step's end came to that a quiet step left to a later
+	// fact (nil when recorded, or none).
+	heldBack *operation.Progress
 	op         operation.Operation
 }
 
@@ -401,12 +405,9 @@ type pace struct {
 	// run names the Run (one invocation of the recorder), which leases the steps it
 	// invokes; "" (Handle, the workflow before Run) takes no lease.
 	run string
-	// park is the parked Run's callback, kept in the lease of each step it sends (nil:
-	// the Run waits for its steps in its own invocation).
+	// park is the parked Run's callback, kept in its lease (nil: the Run waits for its
+	// steps in its own invocation).
 	park *parked
-	// delivered is the step whose end a Delivery brought: the lease in force must be the
-	// Run's for that step, or the delivery is stale (errStale) and changes nothing.
-	delivered int
 }
 
 // ErrStepInFlight is a Run's answer when another Run of its execution holds the lease of a
@@ -434,10 +435,15 @@ func (r *Recorder) leased(ctx context.Context, op operation.Operation, out []ope
 		}
 		lease = &operation.Lease{Run: p.run, Execution: name, Until: until}
 		if p.park != nil {
-			// A step sent asynchronously may wait in Lambda's queue as long as the event
-			// may live, and then run for its stepTimeout.
-			lease.Until = need.Add(r.maxEventAge())
-			lease.Callback = p.park.callback(d.Request.Step)
+			// A parked Run's lease lasts as long as the Run may, so that its later steps
+			// need no fact of their own: each may wait in Lambda's queue as long as an
+			// event may live, and then run for its stepTimeout.
+			pk := *p.park
+			if pk.First == 0 {
+				pk.First = d.Request.Step
+			}
+			lease.Callback = pk.callback()
+			lease.Until = r.until(pk, time.Duration(d.StepTimeoutSeconds)*time.Second)
 		}
 		if len(out) == 0 {
 			if held := op.InFlight(now); held != nil && held.Run == p.run && !held.Until.Before(need) && held.Callback == lease.Callback {
@@ -552,18 +558,15 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 	var decision Decision
 	var recorded *operation.Fact
 	var recordedAt time.Time
-	blocked, late := false, false
+	blocked := false
+	var heldBack *operation.Progress
 	op, err := facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
-		decision, recorded, blocked, late, progressed = Decision{Next: NextDone}, nil, false, false, false
+		decision, recorded, blocked, progressed, heldBack = Decision{Next: NextDone}, nil, false, false, nil
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		now := r.Now()
 		recordedAt = now
 		if op.State.Terminal() || op.State == operation.OutcomeUnknown && e.fact == nil {
 			return nil, nil // settled elsewhere: do no more work and record nothing
-		}
-		if stale(op, p) {
-			late = true
-			return nil, nil
 		}
 		var out []operation.Fact
 		add := func(f operation.Fact) {
@@ -633,9 +636,14 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			f.Progress = progress
 			add(*f)
 			recorded = f
-		case progress != nil && !(p.quiet && d.Next == NextWork):
+		// A parked Run's steps come back in invocations of their own: one that completes
+		// within ProgressEvery of the operation's last fact leaves its progress to a later
+		// one, as a waiting Run's quiet steps do.
+		case progress != nil && !((p.quiet || p.park != nil && now.Sub(op.UpdatedAt) < ProgressEvery) && d.Next == NextWork):
 			add(operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, Progress: progress})
 			progressed = true
+		case progress != nil:
+			heldBack = progress
 		}
 		decision = d
 		if p.run != "" {
@@ -649,15 +657,12 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 	if blocked {
 		return handled{}, ErrStepInFlight
 	}
-	if late {
-		return handled{}, errStale
-	}
 	if recorded != nil {
 		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", recorded.Kind, "state", op.State,
 			"steps", next.Step)
 		r.settled(op, recorded.Kind, next.Step, recordedAt)
 	}
-	return handled{Decision: decision, progressed: progressed, op: op}, nil
+	return handled{Decision: decision, progressed: progressed, heldBack: heldBack, op: op}, nil
 }
 
 // gate decides whether step last.Step+1 may run, and builds its request. It stops the work

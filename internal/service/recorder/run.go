@@ -98,8 +98,8 @@ func (r *Recorder) Serve(ctx context.Context, raw json.RawMessage) (Decision, er
 // deduplication identity, operation id and step, makes that safe); facts already recorded
 // are not recorded twice.
 func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
-	if call.Token != "" && (r.Sender == nil || r.Callbacks == nil) {
-		return Decision{}, errors.New("recorder: a Run with a task token needs a Sender and Callbacks")
+	if call.Token != "" && (r.Sender == nil || r.Callbacks == nil || r.Claims == nil) {
+		return Decision{}, errors.New("recorder: a Run with a task token needs a Sender, Callbacks and Claims")
 	}
 	ctx, span := tracelink.Start(ctx, r.Tracer, "run", call.State.Traceparent, tracelink.AttrOperationID.String(call.State.OperationID))
 	rc := runContext{worker: call.Worker, self: call.State.self(), run: r.runID(), start: r.Now()}
@@ -128,8 +128,8 @@ type runContext struct {
 	run    string
 	start  time.Time
 	park   *parked
-	// delivered is the step whose end a Delivery brought (0 in a Run the workflow called):
-	// its lease must still be this Run's for that step, or the delivery is stale.
+	// delivered is the step whose end a Delivery brought (0 in a Run the workflow called),
+	// until the Run takes it (Claims) to send the next step.
 	delivered int
 	steps     int
 }
@@ -142,8 +142,7 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		// A parked Run writes a fact per step anyway (its lease names the step), so no
 		// progress is held back.
 		p := pace{quiet: rc.park == nil && r.Now().Sub(lastProgress) < ProgressEvery, self: rc.self, run: rc.run,
-			park: rc.park, delivered: rc.delivered}
-		rc.delivered = 0
+			park: rc.park}
 		if ran > 0 {
 			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, rc, stepTimeout) }
 		}
@@ -185,8 +184,20 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		next := Input{OperationID: in.OperationID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent,
 			Continuation: in.Continuation, Gate: &Gate{Decision: &d}}
 		if rc.park != nil {
-			if ran > 0 && !r.goesOn(ctx, in.OperationID, rc) {
+			if ran > 0 && !r.goesOn(ctx, in.OperationID, rc, h.heldBack) {
 				return Decision{Next: NextDone}, nil
+			}
+			if rc.delivered > 0 {
+				// Take the delivered step's end before sending the next: a second delivery
+				// of it (Lambda delivers at least once) sends nothing.
+				taken, err := r.Claims.Claim(ctx, in.OperationID, rc.run, rc.park.First, rc.delivered)
+				if err != nil {
+					return Decision{}, err
+				}
+				if !taken {
+					return Decision{}, errStale
+				}
+				rc.delivered = 0
 			}
 			err = r.Sender.Send(ctx, rc.worker, payload)
 			if err == nil {
