@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
@@ -29,12 +30,21 @@ func TestAStepsEndIsTakenOnceInOrder(t *testing.T) {
 		{"run-b", 4, 5, true},
 		{"run-b", 4, 4, false},
 	} {
-		got, err := store.Claim(ctx, "op_1", tc.run, tc.first, tc.step)
+		got, _, err := store.Claim(ctx, "op_1", tc.run, tc.first, tc.step-1, tc.step, time.Now())
 		if err != nil || got != tc.taken {
 			t.Fatalf("%d: %s takes step %d (first %d): %v, %v; want %v", i, tc.run, tc.step, tc.first, got, err, tc.taken)
 		}
 	}
-	if got, err := store.Claim(ctx, "op_2", "run-a", 1, 1); !got || err != nil {
+	if got, _, err := store.Claim(ctx, "op_2", "run-a", 1, 0, 1, time.Now()); !got || err != nil {
 		t.Fatalf("another operation's claim is its own: %v %v", got, err)
+	}
+	// Steps run in one invocation are taken at once, and each take says when the step
+	// before went out.
+	at := time.UnixMilli(time.Now().UnixMilli())
+	if got, last, err := store.Claim(ctx, "op_2", "run-a", 1, 1, 4, at); !got || err != nil || last.IsZero() {
+		t.Fatalf("steps 2 to 4: %v %v %v", got, last, err)
+	}
+	if got, last, err := store.Claim(ctx, "op_2", "run-a", 1, 4, 5, at.Add(time.Second)); !got || err != nil || !last.Equal(at) {
+		t.Fatalf("step 5: %v, the step before went out %v (want %v), %v", got, last, at, err)
 	}
 }

@@ -36,12 +36,22 @@ type Sender interface {
 	Send(ctx context.Context, function string, payload []byte) error
 }
 
-// Claims takes a step's end for a parked Run, once (dynamo.Store on AWS): Claim is true for
-// the first delivery of step's end in Run run, whose first step was first, and false for a
-// second delivery of it or a step out of the Run's order.
+// Claims takes steps' ends for a parked Run, once and in order (dynamo.Store on AWS):
+// Claim takes the ends of steps prev+1 to taken in Run run, whose first step was first,
+// and records that the Run's next step goes out at sent; it is false for a second take of
+// an end (a second delivery) or a step out of the Run's order. last is when the step
+// before went out (zero for the Run's first step, or none recorded).
 type Claims interface {
-	Claim(ctx context.Context, id, run string, first, step int) (bool, error)
+	Claim(ctx context.Context, id, run string, first, prev, taken int, sent time.Time) (ok bool, last time.Time, err error)
 }
+
+// SyncBelow is how short a step must have been for a parked Run to invoke the next one
+// synchronously, in its own invocation, as a Run that waits does: below it, the second slot
+// is held for less than the cost of a send, a delivery and a claim (each step that goes out
+// asynchronously costs an invocation of the recorder and a write; a second slot costs a
+// 128 MB recorder $1.67 per million steps per second waited). A slower step sends the
+// next one asynchronously again.
+const SyncBelow = 500 * time.Millisecond
 
 // Callbacks answers a workflow that waits on a task token (internal/aws/stepfunctions on
 // AWS). ErrCallbackGone means the token is no longer waited on.
@@ -98,7 +108,7 @@ type parked struct {
 	K           int    `json:"k,omitempty"`
 	Resume      bool   `json:"r,omitempty"`
 	Traceparent string `json:"p,omitempty"`
-	Since       int64  `json:"a"` // when the Run began, in Unix seconds (ParkBudget)
+	Since       int64  `json:"a"` // when the Run began (its first step went out), in Unix milliseconds
 }
 
 // callback is p as a lease keeps it.
@@ -110,7 +120,7 @@ func (p parked) callback() string {
 // until is how long a parked Run's lease lasts: while it may start steps (ParkBudget), the
 // last one's time in Lambda's queue, the step, and the time to record its end.
 func (r *Recorder) until(p parked, stepTimeout time.Duration) time.Time {
-	return time.Unix(p.Since, 0).Add(r.parkBudget() + r.maxEventAge() + stepTimeout + recordReserve)
+	return time.UnixMilli(p.Since).Add(r.parkBudget() + r.maxEventAge() + stepTimeout + recordReserve)
 }
 
 // parkedIn reads the parked Run a lease keeps; ok is false for a lease of a Run that waits.
@@ -166,7 +176,7 @@ func (r *Recorder) Deliver(ctx context.Context, d Delivery) (Decision, error) {
 	ctx, span := tracelink.Start(ctx, r.Tracer, "deliver", pk.Traceparent, tracelink.AttrOperationID.String(op.ID))
 	defer span.End()
 	rc := runContext{worker: pk.Worker, self: &continuation{k: pk.K, resume: pk.Resume}, run: op.Lease.Run,
-		start: time.Unix(pk.Since, 0), park: &pk, delivered: req.Step}
+		start: time.UnixMilli(pk.Since), park: &pk, delivered: req.Step, claimed: req.Step - 1}
 	out, err := r.steps(ctx, deliveredInput(op, req, pk, d), &rc, 1)
 	if errors.Is(err, errStale) {
 		r.Log.InfoContext(ctx, "stale delivery", "operation_id", op.ID, "step", req.Step)
@@ -237,4 +247,32 @@ func (r *Recorder) goesOn(ctx context.Context, id string, rc *runContext, heldBa
 		r.Log.WarnContext(ctx, "lease not released", "operation_id", id, "error", err.Error())
 	}
 	return false
+}
+
+// take takes the ends of the steps a parked Run has had since it last took one (the step a
+// delivery brought, and those it ran synchronously since) before its next step goes out: a
+// second delivery of an end (Lambda delivers at least once) takes nothing and goes no
+// further (errStale). A delivered step that took less than SyncBelow since it went out
+// makes the Run invoke the next one synchronously. The Run's first step takes nothing.
+func (r *Recorder) take(ctx context.Context, id string, rc *runContext) error {
+	taken := max(rc.delivered, rc.ran)
+	if taken == 0 {
+		return nil
+	}
+	now := r.Now()
+	ok, last, err := r.Claims.Claim(ctx, id, rc.run, rc.park.First, rc.claimed, taken, now)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return errStale
+	}
+	if rc.delivered > 0 {
+		if rc.delivered == rc.park.First || last.IsZero() {
+			last = time.UnixMilli(rc.park.Since)
+		}
+		rc.sync = now.Sub(last) < SyncBelow
+	}
+	rc.claimed, rc.delivered, rc.ran = taken, 0, 0
+	return nil
 }

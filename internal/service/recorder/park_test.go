@@ -120,7 +120,7 @@ func (f *fixture) parked(s *script) (*lambdaQueue, *callbacks) {
 	s.clock = f.clock
 	q, c := &lambdaQueue{}, &callbacks{}
 	f.rec.Sender, f.rec.Callbacks, f.rec.Claims = q, c, f.store
-	f.rec.Invoker = nil // a parked Run never waits for a step
+	f.rec.Invoker = s // for the steps a parked Run runs in its own invocation (SyncBelow)
 	if f.rec.Executions == nil {
 		f.rec.Executions = &executions{}
 	}
@@ -155,7 +155,7 @@ func TestParkedRunSendsEachStepAndAnswersOnce(t *testing.T) {
 			`{"status":"continue","state":{"cursor":1},"progress":{"totalSteps":3}}`,
 			`{"status":"continue","state":{"cursor":2}}`,
 			`{"status":"succeeded","result":{"rows":3}}`,
-		}}
+		}, takes: time.Second} // too slow to run in the recorder's invocation (SyncBelow)
 		q, c := f.parked(s)
 		if d := f.runWith("tok-1", recorder.Input{OperationID: id}); d.Next != recorder.NextParked {
 			t.Fatalf("the Run returns once step 1 is sent: %+v", d)
@@ -204,7 +204,7 @@ func TestParkedRunSendsEachStepAndAnswersOnce(t *testing.T) {
 func TestADeliveryTwiceChangesNothing(t *testing.T) {
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
-		s := &script{answers: []any{`{"status":"continue","state":{"cursor":1}}`, `{"status":"succeeded"}`}}
+		s := &script{answers: []any{`{"status":"continue","state":{"cursor":1}}`, `{"status":"succeeded"}`}, takes: time.Second}
 		q, _ := f.parked(s)
 		f.runWith("tok-1", recorder.Input{OperationID: id})
 		d := q.next(t, s)
@@ -364,4 +364,35 @@ func TestAStoppedExecutionHandsNothingOn(t *testing.T) {
 	if a := c.of("tok-1"); len(a) != 0 {
 		t.Fatalf("answered %+v", a)
 	}
+}
+
+// Steps that end within SyncBelow of going out are not worth a send, a delivery and a claim
+// each: the delivery of a fast step invokes the next ones itself, as a waiting Run does,
+// until one is slow, which sends the step after it asynchronously again. Either way each
+// step runs once, and a late second delivery of a step already taken sends nothing.
+func TestFastStepsRunInTheDeliverysInvocation(t *testing.T) {
+	eachStore(t, func(t *testing.T, f *fixture) {
+		id := f.newOp()
+		s := &script{answers: []any{
+			`{"status":"continue","state":{"n":1}}`,
+			`{"status":"continue","state":{"n":2}}`,
+			`{"status":"continue","state":{"n":3}}`,
+		}, slow: map[int]bool{2: true}}
+		q, c := f.parked(s)
+		f.runWith("tok-1", recorder.Input{OperationID: id})
+		first := q.next(t, s) // step 1, fast
+		f.deliver(first)
+		// Step 2 ran in the delivery's invocation and was slow: step 3 went out.
+		if len(s.requests) != 2 || q.pending() != 1 || len(c.of("tok-1")) != 0 {
+			t.Fatalf("requests %d, pending %d, answers %v", len(s.requests), q.pending(), c.of("tok-1"))
+		}
+		f.deliver(first) // late: taken already
+		if q.pending() != 1 || len(s.requests) != 2 {
+			t.Fatalf("a late delivery ran or sent more: requests %d, pending %d", len(s.requests), q.pending())
+		}
+		f.deliver(q.next(t, s))
+		if len(s.requests) != 3 || string(s.requests[2].State) != `{"n":2}` || len(c.of("tok-1")) != 1 {
+			t.Fatalf("requests %+v, answers %v", s.requests, c.of("tok-1"))
+		}
+	})
 }

@@ -105,7 +105,7 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 	rc := runContext{worker: call.Worker, self: call.State.self(), run: r.runID(), start: r.Now()}
 	if call.Token != "" {
 		rc.park = &parked{Token: call.Token, Worker: call.Worker, K: rc.self.k, Resume: rc.self.resume,
-			Traceparent: call.State.Traceparent, Since: rc.start.Unix()}
+			Traceparent: call.State.Traceparent, Since: rc.start.UnixMilli()}
 	}
 	defer func() {
 		span.SetAttributes(attribute.Int("longrun.steps", rc.steps))
@@ -129,9 +129,15 @@ type runContext struct {
 	start  time.Time
 	park   *parked
 	// delivered is the step whose end a Delivery brought (0 in a Run the workflow called),
-	// until the Run takes it (Claims) to send the next step.
+	// until the Run takes it (Claims) to go on with the next step.
 	delivered int
-	steps     int
+	// sync is whether a parked Run invokes its next step synchronously, in its own
+	// invocation: the step before took less than SyncBelow. ran is the last step it ran
+	// so, and claimed the last step whose end it took (Claims).
+	sync    bool
+	ran     int
+	claimed int
+	steps   int
 }
 
 // steps runs the operation's steps from in, the ran-th of the Run first, until the work is
@@ -183,22 +189,15 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		rc.steps++
 		next := Input{OperationID: in.OperationID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent,
 			Continuation: in.Continuation, Gate: &Gate{Decision: &d}}
-		if rc.park != nil {
+		if rc.park != nil && !rc.sync {
 			if ran > 0 && !r.goesOn(ctx, in.OperationID, rc, h.heldBack) {
 				return Decision{Next: NextDone}, nil
 			}
-			if rc.delivered > 0 {
-				// Take the delivered step's end before sending the next: a second delivery
-				// of it (Lambda delivers at least once) sends nothing.
-				taken, err := r.Claims.Claim(ctx, in.OperationID, rc.run, rc.park.First, rc.delivered)
-				if err != nil {
-					return Decision{}, err
-				}
-				if !taken {
-					return Decision{}, errStale
-				}
-				rc.delivered = 0
+			if err := r.take(ctx, in.OperationID, rc); err != nil {
+				return Decision{}, err
 			}
+		}
+		if rc.park != nil && !rc.sync {
 			err = r.Sender.Send(ctx, rc.worker, payload)
 			if err == nil {
 				return Decision{Next: NextParked}, nil
@@ -206,11 +205,18 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 			r.Log.WarnContext(ctx, "step not sent", "operation_id", in.OperationID, "step", d.Request.Step, "error", err.Error())
 			next.Error = taskError(err)
 		} else {
+			began := r.Now()
 			out, err := r.Invoker.Invoke(ctx, rc.worker, payload, time.Duration(d.StepTimeoutSeconds)*time.Second)
 			if err == nil {
 				next.Task = &Task{Report: out}
 			} else {
 				next.Error = taskError(err)
+			}
+			if rc.park != nil {
+				// A step that took SyncBelow or more sends the Run's next step
+				// asynchronously again: its slot is not worth holding twice.
+				rc.sync = r.Now().Sub(began) < SyncBelow
+				rc.ran = d.Request.Step
 			}
 		}
 		in = next
@@ -273,10 +279,18 @@ func (in Input) self() *continuation {
 
 // fits says whether a step of stepTimeout, and the recording after it, fit in what is left
 // of the invocation (ctx's deadline) and of RunBudget since the Run started. A parked Run
-// waits in no invocation: only its budget (ParkBudget) bounds it.
+// waits in no invocation for a step it sends: only its budget (ParkBudget) bounds it; one
+// it runs synchronously (sync) must fit in the invocation too, or it is sent instead.
 func (r *Recorder) fits(ctx context.Context, rc *runContext, stepTimeout time.Duration) bool {
 	if rc.park != nil {
-		return r.Now().Sub(rc.start) < r.parkBudget()
+		if r.Now().Sub(rc.start) >= r.parkBudget() {
+			return false
+		}
+		if rc.sync {
+			deadline, ok := ctx.Deadline()
+			rc.sync = !ok || time.Until(deadline) >= stepTimeout+recordReserve
+		}
+		return true
 	}
 	if r.RunBudget > 0 && r.Now().Sub(rc.start) >= r.RunBudget {
 		return false

@@ -28,6 +28,7 @@ type script struct {
 	during   func(n int) // runs while step n is in flight
 	function string
 	timeouts []time.Duration
+	slow     map[int]bool // steps that take a second whatever takes says
 }
 
 func (s *script) Invoke(_ context.Context, function string, payload []byte, timeout time.Duration) ([]byte, error) {
@@ -43,7 +44,11 @@ func (s *script) Invoke(_ context.Context, function string, payload []byte, time
 	if s.during != nil {
 		s.during(req.Step)
 	}
-	s.clock.Add(s.takes)
+	took := s.takes
+	if s.slow[req.Step] {
+		took = time.Second
+	}
+	s.clock.Add(took)
 	if req.Step > len(s.answers) {
 		return nil, fmt.Errorf("step %d was not scripted", req.Step)
 	}
