@@ -64,3 +64,17 @@ func (s *Store) Claim(ctx context.Context, id, run string, first, prev, taken in
 	}
 	return true, last, nil
 }
+
+// Callback is the callback of the lease that fact version of operation id took (a parked
+// Run's: Operation.LeaseVersion), which the snapshot leaves out; "" when that fact has none.
+func (s *Store) Callback(ctx context.Context, id string, version int) (string, error) {
+	item, err := s.get(ctx, id, factSK(version))
+	if err != nil || item == nil {
+		return "", err
+	}
+	f, err := decodeFact(item)
+	if err != nil || f.Lease == nil {
+		return "", err
+	}
+	return f.Lease.Callback, nil
+}

@@ -54,7 +54,7 @@ const (
 	leaseRun       = "r" // S
 	leaseUntil     = "u" // time since ObservedAt (the fact that took it)
 	leaseExecution = "x" // S, only when it is not the operation's latest execution's name
-	leaseCallback  = "c" // S, only for a parked Run's lease
+	leaseVersion   = "v" // N: the version of the fact whose lease has a callback (a parked Run's), kept there only
 
 	admCreated        = "c"  // time: CreatedAt
 	admPrincipal      = "p"  // S
@@ -104,8 +104,10 @@ func snapshotOf(op operation.Operation, admitted bool) (v types.AttributeValue, 
 		if l.Execution != op.ExecutionName() {
 			lease[leaseExecution] = str(l.Execution)
 		}
-		if l.Callback != "" {
-			lease[leaseCallback] = str(l.Callback)
+		if op.LeaseVersion > 0 {
+			// The callback (a task token, up to 2 KB on AWS) stays in its fact: in the
+			// snapshot it would be paid on every append, on the table and the scope index.
+			lease[leaseVersion] = num(int64(op.LeaseVersion))
 		}
 		m[snapLease] = &types.AttributeValueMemberM{Value: lease}
 	}
@@ -225,7 +227,9 @@ func decodeSnapshot(id string, item, snap map[string]types.AttributeValue) (op o
 		if _, has := l[leaseExecution]; has {
 			op.Lease.Execution = r.str(l, leaseExecution)
 		}
-		op.Lease.Callback = r.optStr(l, leaseCallback)
+		if _, has := l[leaseVersion]; has {
+			op.LeaseVersion = r.int(l, leaseVersion)
+		}
 	}
 	if _, has := snap[snapWaiting]; has {
 		op.WaitingUntil = r.since(snap, snapWaiting, op.ObservedAt)

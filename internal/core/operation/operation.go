@@ -293,6 +293,10 @@ type Operation struct {
 	// flight.
 	Lease  *Lease
 	Leased bool
+	// LeaseVersion is the version of the fact whose lease carries a callback (a parked
+	// Run's): the store's snapshot keeps the callback there only, and Lease.Callback may
+	// then be empty (dynamo's Load), to be read from that fact when needed.
+	LeaseVersion int
 	// WaitingUntil is when the wait the work was handed on to ends (zero: not waiting).
 	WaitingUntil time.Time
 }
@@ -377,6 +381,10 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 		o.ObservedAt = f.At
 		o.Lease = f.Lease
 		o.Leased = o.Leased || f.Lease != nil
+		o.LeaseVersion = 0
+		if f.Lease != nil && f.Lease.Callback != "" {
+			o.LeaseVersion = f.Version
+		}
 		o.WaitingUntil = time.Time{}
 		if f.WaitingUntil != nil {
 			o.WaitingUntil = *f.WaitingUntil

@@ -43,6 +43,9 @@ type Sender interface {
 // before went out (zero for the Run's first step, or none recorded).
 type Claims interface {
 	Claim(ctx context.Context, id, run string, first, prev, taken int, sent time.Time) (ok bool, last time.Time, err error)
+	// Callback is the callback of the lease fact version took (Operation.LeaseVersion):
+	// a store may keep it in that fact only.
+	Callback(ctx context.Context, id string, version int) (string, error)
 }
 
 // SyncBelow is how short a step must have been for a parked Run to invoke the next one
@@ -131,15 +134,33 @@ func parkedIn(l *operation.Lease) (p parked, ok bool) {
 	return p, json.Unmarshal([]byte(l.Callback), &p) == nil && p.Token != ""
 }
 
+// parkedOf is the parked Run op's lease is for, its callback read from the fact that took
+// the lease when the store's snapshot left it out; ok is false for none.
+func (r *Recorder) parkedOf(ctx context.Context, op operation.Operation) (parked, bool, error) {
+	if op.Lease == nil {
+		return parked{}, false, nil
+	}
+	l := *op.Lease
+	if l.Callback == "" && op.LeaseVersion > 0 {
+		cb, err := r.Claims.Callback(ctx, op.ID, op.LeaseVersion)
+		if err != nil {
+			return parked{}, false, err
+		}
+		l.Callback = cb
+	}
+	pk, ok := parkedIn(&l)
+	return pk, ok, nil
+}
+
 // adopt is the fact by which a Run the workflow called again (its task failed or timed out
 // while the step of its first attempt was sent) takes over that step's lease with its own
 // token, so that the step's delivery answers the task that now waits. nil when the lease
 // in flight is not a parked one of this execution.
 func adopt(op operation.Operation, held *operation.Lease, p pace, now time.Time) *operation.Fact {
-	pk, ok := parkedIn(held)
-	if p.park == nil || !ok || held.Execution != p.self.name(op.ID) {
+	if p.park == nil || p.adopt == nil || p.adopt.run != held.Run || held.Execution != p.self.name(op.ID) {
 		return nil
 	}
+	pk := p.adopt.parked
 	pk.Token = p.park.Token
 	l := *held
 	l.Callback = pk.callback()
@@ -162,7 +183,10 @@ func (r *Recorder) Deliver(ctx context.Context, d Delivery) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
-	pk, ok := parkedIn(op.Lease)
+	pk, ok, err := r.parkedOf(ctx, op)
+	if err != nil {
+		return Decision{}, err
+	}
 	if !ok && op.State == operation.OutcomeUnknown {
 		// The step was given up on as unknown; its real end is recorded (handle), and
 		// nobody waits for an answer.
@@ -275,4 +299,24 @@ func (r *Recorder) take(ctx context.Context, id string, rc *runContext) error {
 	}
 	rc.claimed, rc.delivered, rc.ran = taken, 0, 0
 	return nil
+}
+
+// heldBy is a parked Run that holds the lease a Run the workflow called again may adopt.
+type heldBy struct {
+	run string
+	parked
+}
+
+// heldParked is the parked Run holding id's lease, for adopt: read after a Run found a
+// step in flight (ErrStepInFlight), so that only that rare path pays the read.
+func (r *Recorder) heldParked(ctx context.Context, id string) (*heldBy, error) {
+	op, err := r.Store.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	pk, ok, err := r.parkedOf(ctx, op)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &heldBy{run: op.Lease.Run, parked: pk}, nil
 }

@@ -408,6 +408,9 @@ type pace struct {
 	// park is the parked Run's callback, kept in its lease (nil: the Run waits for its
 	// steps in its own invocation).
 	park *parked
+	// adopt is the parked Run whose lease this Run, called again by the workflow, may take
+	// over (adopt); nil until a first attempt found a step in flight.
+	adopt *heldBy
 }
 
 // ErrStepInFlight is a Run's answer when another Run of its execution holds the lease of a
@@ -446,7 +449,10 @@ func (r *Recorder) leased(ctx context.Context, op operation.Operation, out []ope
 			lease.Until = r.until(pk, time.Duration(d.StepTimeoutSeconds)*time.Second)
 		}
 		if len(out) == 0 {
-			if held := op.InFlight(now); held != nil && held.Run == p.run && !held.Until.Before(need) && held.Callback == lease.Callback {
+			// (A parked Run's callback is the same for all its steps; a store's snapshot
+			// may leave it out of the lease it reads.)
+			if held := op.InFlight(now); held != nil && held.Run == p.run && !held.Until.Before(need) &&
+				(p.park != nil || held.Callback == lease.Callback) {
 				return nil // a quiet step: the Run's lease covers it
 			}
 			out = append(out, operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now,

@@ -153,6 +153,15 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, rc, stepTimeout) }
 		}
 		h, err := r.handleRetrying(ctx, in, p)
+		if errors.Is(err, ErrStepInFlight) && rc.park != nil && ran == 0 && rc.delivered == 0 {
+			// The workflow called this Run again after its first attempt sent a step: read
+			// that Run's callback, and take the step over if the lease is still its.
+			if p.adopt, err = r.heldParked(ctx, in.OperationID); err == nil && p.adopt != nil {
+				h, err = r.handleRetrying(ctx, in, p)
+			} else if err == nil {
+				err = ErrStepInFlight
+			}
+		}
 		d, progressed := h.Decision, h.progressed
 		if errors.Is(err, ErrStepInFlight) {
 			r.Log.WarnContext(ctx, "step in flight elsewhere", "operation_id", in.OperationID)
