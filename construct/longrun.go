@@ -195,18 +195,22 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 			withLayers = &layers
 		}
 		f := awslambda.NewFunction(c, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
-			Role:                         FunctionRole(c, cdkid.Title(fname), logs),
-			FunctionName:                 name(fname),
-			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:                 arch,
-			Handler:                      jsii.String("bootstrap"),
-			Code:                         awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
-			MemorySize:                   jsii.Number(float64(size.MemoryMB)),
-			Timeout:                      awscdk.Duration_Seconds(jsii.Number(math.Ceil(size.Timeout.Seconds()))),
-			Environment:                  &vars,
-			Layers:                       withLayers,
-			LogGroup:                     logs,
-			LoggingFormat:                awslambda.LoggingFormat_JSON,
+			Role:          FunctionRole(c, cdkid.Title(fname), logs),
+			FunctionName:  name(fname),
+			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:  arch,
+			Handler:       jsii.String("bootstrap"),
+			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
+			MemorySize:    jsii.Number(float64(size.MemoryMB)),
+			Timeout:       awscdk.Duration_Seconds(jsii.Number(math.Ceil(size.Timeout.Seconds()))),
+			Environment:   &vars,
+			Layers:        withLayers,
+			LogGroup:      logs,
+			LoggingFormat: awslambda.LoggingFormat_JSON,
+			// Lambda's START and REPORT lines (INFO) are left out: each function logs what
+			// it did, and the Lambda metrics carry durations and errors. They were a third
+			// of the bytes an operation logs (docs/cost.md).
+			SystemLogLevelV2:             awslambda.SystemLogLevel_WARN,
 			ReservedConcurrentExecutions: reserved,
 			Tracing:                      trace.mode,
 		})

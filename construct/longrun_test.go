@@ -679,3 +679,17 @@ func TestWorkersHandTheirStepsBackToTheRecorder(t *testing.T) {
 		t.Errorf("the recorder may %v on task tokens", tokens)
 	}
 }
+
+// longrun's functions log their own lines only: Lambda's per-invocation START and REPORT
+// lines (system logs at INFO) are left out, in the JSON format the patterns read
+// (docs/cost.md, docs/observability.md).
+func TestFunctionsLeaveOutLambdasInfoLines(t *testing.T) {
+	tpl := team(t)
+	for _, f := range longrunFunctions {
+		_, props := tpl.function(t, "longrun-prod-"+f)
+		cfg, _ := props["LoggingConfig"].(map[string]any)
+		if cfg["LogFormat"] != "JSON" || cfg["SystemLogLevel"] != "WARN" {
+			t.Errorf("%s: logging %v", f, cfg)
+		}
+	}
+}

@@ -135,7 +135,7 @@ func TestDestinationReadsEveryCondition(t *testing.T) {
 		report      string
 		error, fail string
 	}{
-		"success": {record: `{"version":"1.0","requestContext":{"condition":"Success","approximateInvokeCount":1},"requestPayload":` + req +
+		"success": {record: `{"version":"1.0","requestContext":{"condition":"Success","approximateInvokeCount":1,"functionArn":"arn:aws:lambda:us-east-1:123456789012:function:w:$LATEST"},"requestPayload":` + req +
 			`,"responseContext":{"statusCode":200},"responsePayload":{"status":"succeeded"}}`, report: `{"status":"succeeded"}`},
 		"function error": {record: `{"version":"1.0","requestContext":{"condition":"RetriesExhausted","approximateInvokeCount":1},"requestPayload":` + req +
 			`,"responseContext":{"statusCode":200,"functionError":"Unhandled"},"responsePayload":{"errorType":"Runtime.ExitError","errorMessage":"exit status 2"}}`,
@@ -150,6 +150,9 @@ func TestDestinationReadsEveryCondition(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			d, ok := lambdainvoke.Destination([]byte(tc.record))
+			if name == "success" && d.Function != "arn:aws:lambda:us-east-1:123456789012:function:w" {
+				t.Errorf("the step went to %q", d.Function)
+			}
 			if !ok || string(d.Request) != req {
 				t.Fatalf("not read as a delivery of %s: %+v", req, d)
 			}

@@ -31,10 +31,20 @@ const MaxAttempts = 12
 // Update applies decide to the latest version of operation id until its facts are appended
 // or it decides nothing. It returns the operation as it ends up.
 func Update(ctx context.Context, store Store, id string, decide Decide) (operation.Operation, error) {
+	return UpdateFrom(ctx, store, id, nil, decide)
+}
+
+// UpdateFrom is Update whose first attempt decides on read, the operation as its caller
+// read it a moment ago, instead of reading it again (nil: read it); a lost race reads it
+// afresh, as Update does.
+func UpdateFrom(ctx context.Context, store Store, id string, read *operation.Operation, decide Decide) (operation.Operation, error) {
 	var lastErr error
 	for range MaxAttempts {
-		op, err := store.Load(ctx, id)
-		if err != nil {
+		var op operation.Operation
+		var err error
+		if read != nil {
+			op, read = *read, nil
+		} else if op, err = store.Load(ctx, id); err != nil {
 			return op, err
 		}
 		facts, err := decide(op)

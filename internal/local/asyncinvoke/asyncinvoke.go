@@ -230,7 +230,12 @@ func (e *Emulator) deliver(cfg Config, fn string, payload []byte) {
 	expires := e.opts.Now().Add(time.Duration(cfg.MaximumEventAgeInSeconds) * time.Second)
 	rec := lambdainvoke.Record{Version: "1.0", RequestPayload: json.RawMessage(payload)}
 	rec.RequestContext.RequestID = uuid.NewString()
-	rec.RequestContext.FunctionArn = cfg.FunctionArn + ":$LATEST"
+	// The ARN the function was invoked by, as Lambda's record has it, with the version run.
+	arn := cfg.FunctionArn
+	if strings.HasPrefix(fn, "arn:") {
+		arn, _, _ = strings.Cut(fn, ":$") // a qualifier given is dropped
+	}
+	rec.RequestContext.FunctionArn = arn + ":$LATEST"
 	invoked, refusals := 0, 0
 	for {
 		out, fnErr, err := e.opts.Invoke(ctx, fn, payload)

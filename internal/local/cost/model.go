@@ -227,8 +227,9 @@ type Call struct {
 }
 
 // PlatformLogLine and ReportLogLine are Lambda's own lines per invocation in the JSON log
-// format the construct configures (LoggingFormat JSON), with a typical request id and
-// figures: their length is the estimate of what each invocation adds to its log group.
+// format, with a typical request id and figures: their length is the estimate of what each
+// invocation of a worker adds to its log group. longrun's own functions log at the system
+// log level WARN (the construct), which leaves these INFO lines out.
 const (
 	PlatformLogLine = `{"time":"2026-11-30T10:00:05.123Z","type":"platform.start","record":{"requestId":"6f4e2c1a-8b0d-4a55-9f7e-1c2d3e4f5a6b","version":"$LATEST"}}`
 	ReportLogLine   = `{"time":"2026-11-30T10:00:05.223Z","type":"platform.report","record":{"requestId":"6f4e2c1a-8b0d-4a55-9f7e-1c2d3e4f5a6b","metrics":{"durationMs":12.345,"billedDurationMs":13,"memorySizeMB":256,"maxMemoryUsedMB":40},"status":"success"}}`
@@ -345,7 +346,16 @@ func (m Model) Compute(tr Trace) (Report, error) {
 		sqsMessages += c.Messages
 	}
 	u.SQSRequests, u.SQSMessages = float64(sqsRequests)/n, float64(sqsMessages)/n
-	u.PlatformLogBytes = u.Invocations * float64(len(PlatformLogLine)+len(ReportLogLine))
+	// Lambda's per-invocation lines of the workers only: longrun's own functions log at the
+	// system log level WARN (the construct), which leaves them out.
+	own := sizing.Functions()
+	workers := 0
+	for _, inv := range tr.Invocations {
+		if _, ok := own[inv.Function]; !ok {
+			workers++
+		}
+	}
+	u.PlatformLogBytes = float64(workers) / n * float64(len(PlatformLogLine)+len(ReportLogLine))
 	u.AccessLogBytes = u.APIRequests * float64(len(AccessLogLine))
 
 	p := &r.PerMillion

@@ -73,9 +73,12 @@ var ErrCallbackGone = errors.New("recorder: the task token is no longer waited o
 // record Lambda hands the worker's destination, read by lambdainvoke.Destination): the
 // request the worker was sent, and its report or how its invocation failed.
 type Delivery struct {
-	Request json.RawMessage
-	Task    *Task
-	Error   *TaskError
+	// Function is the worker's function the step was sent to, which the Run's next steps
+	// go to as well.
+	Function string
+	Request  json.RawMessage
+	Task     *Task
+	Error    *TaskError
 }
 
 // DefaultParkBudget is how long a parked Run goes on starting steps before it hands the work
@@ -106,7 +109,6 @@ func (r *Recorder) maxEventAge() time.Duration {
 // hear how its steps ended.
 type parked struct {
 	Token       string `json:"t"`
-	Worker      string `json:"w"`
 	First       int    `json:"f"` // the first step the Run sent
 	K           int    `json:"k,omitempty"`
 	Resume      bool   `json:"r,omitempty"`
@@ -199,8 +201,8 @@ func (r *Recorder) Deliver(ctx context.Context, d Delivery) (Decision, error) {
 	}
 	ctx, span := tracelink.Start(ctx, r.Tracer, "deliver", pk.Traceparent, tracelink.AttrOperationID.String(op.ID))
 	defer span.End()
-	rc := runContext{worker: pk.Worker, self: &continuation{k: pk.K, resume: pk.Resume}, run: op.Lease.Run,
-		start: time.UnixMilli(pk.Since), park: &pk, delivered: req.Step, claimed: req.Step - 1}
+	rc := runContext{worker: d.Function, self: &continuation{k: pk.K, resume: pk.Resume}, run: op.Lease.Run,
+		start: time.UnixMilli(pk.Since), park: &pk, delivered: req.Step, claimed: req.Step - 1, loaded: &op}
 	out, err := r.steps(ctx, deliveredInput(op, req, pk, d), &rc, 1)
 	if errors.Is(err, errStale) {
 		r.Log.InfoContext(ctx, "stale delivery", "operation_id", op.ID, "step", req.Step)

@@ -58,7 +58,7 @@ func (q *lambdaQueue) next(t *testing.T, s *script) recorder.Delivery {
 	q.sent = q.sent[1:]
 	fn := q.function
 	q.mu.Unlock()
-	d := recorder.Delivery{Request: payload}
+	d := recorder.Delivery{Function: fn, Request: payload}
 	out, err := s.Invoke(context.Background(), fn, payload, time.Minute)
 	var ie *step.InvokeError
 	switch {
@@ -166,14 +166,18 @@ func TestParkedRunSendsEachStepAndAnswersOnce(t *testing.T) {
 			}
 			op := f.load(id)
 			l := op.InFlight(f.clock.Now())
-			if l == nil || l.Callback == "" || !json.Valid([]byte(l.Callback)) {
+			if l == nil || op.LeaseVersion == 0 {
 				t.Fatalf("step %d is out without a parked lease: %+v", n, op.Lease)
+			}
+			cb, err := f.store.Callback(context.Background(), id, op.LeaseVersion)
+			if err != nil || !json.Valid([]byte(cb)) {
+				t.Fatalf("step %d: the lease's callback %q, %v", n, cb, err)
 			}
 			var pk struct {
 				Token string `json:"t"`
 				First int    `json:"f"`
 			}
-			_ = json.Unmarshal([]byte(l.Callback), &pk)
+			_ = json.Unmarshal([]byte(cb), &pk)
 			if pk.Token != "tok-1" || pk.First != 1 || l.Until.Before(f.clock.Now().Add(time.Hour)) {
 				t.Fatalf("step %d: the Run's lease keeps %+v until %s", n, pk, l.Until)
 			}
@@ -273,7 +277,7 @@ func TestAStepNeverRunIsOfferedAgain(t *testing.T) {
 				f.runWith("tok-1", recorder.Input{OperationID: id})
 			} else {
 				f.runWith("tok-1", recorder.Input{OperationID: id})
-				d := recorder.Delivery{Request: q.sent[0],
+				d := recorder.Delivery{Function: worker, Request: q.sent[0],
 					Error: &recorder.TaskError{Error: step.ErrNotInvoked, Cause: "EventAgeExceeded"}}
 				q.sent = nil
 				f.deliver(d)

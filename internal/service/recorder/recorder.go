@@ -411,6 +411,9 @@ type pace struct {
 	// adopt is the parked Run whose lease this Run, called again by the workflow, may take
 	// over (adopt); nil until a first attempt found a step in flight.
 	adopt *heldBy
+	// loaded is the operation as a delivery read it a moment ago, which the first
+	// attempt decides on (nil: read it).
+	loaded *operation.Operation
 }
 
 // ErrStepInFlight is a Run's answer when another Run of its execution holds the lease of a
@@ -566,7 +569,7 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 	var recordedAt time.Time
 	blocked := false
 	var heldBack *operation.Progress
-	op, err := facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+	op, err := facts.UpdateFrom(ctx, r.Store, id, p.loaded, func(op operation.Operation) ([]operation.Fact, error) {
 		decision, recorded, blocked, progressed, heldBack = Decision{Next: NextDone}, nil, false, false, nil
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		now := r.Now()

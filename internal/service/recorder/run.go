@@ -104,7 +104,7 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 	ctx, span := tracelink.Start(ctx, r.Tracer, "run", call.State.Traceparent, tracelink.AttrOperationID.String(call.State.OperationID))
 	rc := runContext{worker: call.Worker, self: call.State.self(), run: r.runID(), start: r.Now()}
 	if call.Token != "" {
-		rc.park = &parked{Token: call.Token, Worker: call.Worker, K: rc.self.k, Resume: rc.self.resume,
+		rc.park = &parked{Token: call.Token, K: rc.self.k, Resume: rc.self.resume,
 			Traceparent: call.State.Traceparent, Since: rc.start.UnixMilli()}
 	}
 	defer func() {
@@ -138,6 +138,8 @@ type runContext struct {
 	ran     int
 	claimed int
 	steps   int
+	// loaded is the operation as the delivery read it, for the first step's decision.
+	loaded *operation.Operation
 }
 
 // steps runs the operation's steps from in, the ran-th of the Run first, until the work is
@@ -148,7 +150,8 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		// A parked Run writes a fact per step anyway (its lease names the step), so no
 		// progress is held back.
 		p := pace{quiet: rc.park == nil && r.Now().Sub(lastProgress) < ProgressEvery, self: rc.self, run: rc.run,
-			park: rc.park}
+			park: rc.park, loaded: rc.loaded}
+		rc.loaded = nil
 		if ran > 0 {
 			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, rc, stepTimeout) }
 		}
