@@ -765,7 +765,10 @@ type ClientInterface interface {
 	// GetOperation Read an operation
 	//
 	// The operation's representation, folded from its stored facts. `Retry-After`
-	// is present while the state is not terminal. An operation of another scope, or
+	// is present while the state is not terminal: 1 second while the operation is
+	// young, a tenth of its age after 10 seconds (at most 30), the rest of a wait the
+	// worker asked for while the work waits (at most an hour), and 30 seconds in
+	// `outcome_unknown`. An operation of another scope, or
 	// none at all (including a malformed id), is `404 not_found` with the same body
 	// either way.
 	//
@@ -982,7 +985,10 @@ func (c *RawClient) AdmitOperation(ctx context.Context, params *AdmitOperationPa
 // GetOperation Read an operation
 //
 // The operation's representation, folded from its stored facts. `Retry-After`
-// is present while the state is not terminal. An operation of another scope, or
+// is present while the state is not terminal: 1 second while the operation is
+// young, a tenth of its age after 10 seconds (at most 30), the rest of a wait the
+// worker asked for while the work waits (at most an hour), and 30 seconds in
+// `outcome_unknown`. An operation of another scope, or
 // none at all (including a malformed id), is `404 not_found` with the same body
 // either way.
 //
@@ -1572,7 +1578,10 @@ type ClientWithResponsesInterface interface {
 	// GetOperationWithResponse Read an operation
 	//
 	// The operation's representation, folded from its stored facts. `Retry-After`
-	// is present while the state is not terminal. An operation of another scope, or
+	// is present while the state is not terminal: 1 second while the operation is
+	// young, a tenth of its age after 10 seconds (at most 30), the rest of a wait the
+	// worker asked for while the work waits (at most an hour), and 30 seconds in
+	// `outcome_unknown`. An operation of another scope, or
 	// none at all (including a malformed id), is `404 not_found` with the same body
 	// either way.
 	//
@@ -2791,7 +2800,10 @@ func (c *ClientWithResponses) AdmitOperationWithResponse(ctx context.Context, pa
 // GetOperationWithResponse Read an operation
 //
 // The operation's representation, folded from its stored facts. `Retry-After`
-// is present while the state is not terminal. An operation of another scope, or
+// is present while the state is not terminal: 1 second while the operation is
+// young, a tenth of its age after 10 seconds (at most 30), the rest of a wait the
+// worker asked for while the work waits (at most an hour), and 30 seconds in
+// `outcome_unknown`. An operation of another scope, or
 // none at all (including a malformed id), is `404 not_found` with the same body
 // either way.
 //

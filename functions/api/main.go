@@ -26,6 +26,7 @@ func main() {
 		Log:          fn.Log,
 		Metrics:      fn.Metrics,
 		Tracer:       fn.Tracer(),
+		Now:          time.Now,
 	}
 	fn.Start(handler.Handle)
 }

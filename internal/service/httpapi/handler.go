@@ -108,6 +108,9 @@ type Handler struct {
 	// admission's outcome; never a body, key or token), linked to the caller's traceparent;
 	// an admission records the span's traceparent with the operation. nil traces nothing.
 	Tracer trace.Tracer
+	// Now is the clock of the polling intervals the representation suggests (PollAfter);
+	// nil is time.Now.
+	Now func() time.Time
 }
 
 func (h *Handler) count(name string, value float64, dims ...string) {
@@ -361,7 +364,7 @@ func (h *Handler) get(ctx context.Context, ev events.APIGatewayProxyRequest, sco
 	if err != nil {
 		return response{}, err
 	}
-	return representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
+	return h.representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
 }
 
 // visible loads an operation the caller may see. Another scope's operation is answered
@@ -392,7 +395,7 @@ func owns(scope admission.Scope) intent.Visible {
 
 // representation is op's 200, and tells ctx's log fields which operation the request is
 // about, with its correlation id.
-func representation(ctx context.Context, op operation.Operation, statusURL string) (response, error) {
+func (h *Handler) representation(ctx context.Context, op operation.Operation, statusURL string) (response, error) {
 	logctx.Set(ctx, logctx.Fields{OperationID: op.ID, CorrelationID: op.CorrelationID})
 	b, err := json.Marshal(op.Represent(statusURL))
 	if err != nil {
@@ -403,18 +406,31 @@ func representation(ctx context.Context, op operation.Operation, statusURL strin
 		"ETag":         {strconv.Quote(strconv.Itoa(op.Version))},
 	}
 	if !op.State.Terminal() {
-		header.Set("Retry-After", pollAfter(op.State))
+		header.Set("Retry-After", retryAfter(PollAfter(op, h.now())))
 	}
 	return response{status: http.StatusOK, header: header, body: b}, nil
 }
 
-// pollAfter suggests a polling interval: short while work moves, long while an operator is
-// needed.
-func pollAfter(s operation.State) string {
-	if s == operation.OutcomeUnknown {
-		return "30"
+// PollAfter is when a client should read op again, at now: while an operator is needed,
+// 30 s; while the work waits (a worker asked to), when the wait ends; otherwise every
+// second for its first 10 s, then a tenth of its age, at most 30 s. A long operation is
+// then read a few dozen times, not once a second for hours, and a wait of any length costs
+// its client a constant number of reads (the Retry-After header, at most MaxRetryAfter).
+func PollAfter(op operation.Operation, now time.Time) time.Duration {
+	switch {
+	case op.State == operation.OutcomeUnknown:
+		return 30 * time.Second
+	case op.Waiting(now):
+		return op.WaitingUntil.Sub(now)
 	}
-	return "1"
+	return min(max(time.Second, now.Sub(op.CreatedAt)/10), 30*time.Second)
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now()
+	}
+	return time.Now()
 }
 
 // finish adds the headers every response carries.

@@ -39,7 +39,7 @@ func (h *Handler) cancel(ctx context.Context, ev events.APIGatewayProxyRequest, 
 	if err != nil {
 		return response{}, err
 	}
-	resp, err := representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
+	resp, err := h.representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
 	if !already {
 		resp.status = http.StatusAccepted
 		if op.State == operation.Canceled && h.Metrics != nil {
@@ -96,7 +96,7 @@ func (h *Handler) resolve(ctx context.Context, ev events.APIGatewayProxyRequest,
 	if err != nil {
 		return response{}, err
 	}
-	return representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
+	return h.representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
 }
 
 func parseResolution(mediaType string, params map[string]string, payload []byte) (intent.Resolution, error) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/service/httpapi"
 )
 
 func TestStatusFollowsFacts(t *testing.T) {
@@ -213,6 +215,36 @@ func TestInternalErrorsHideTheirCause(t *testing.T) {
 	for _, leak := range []string{"ResourceNotFound", "secret", "123456789012"} {
 		if strings.Contains(string(r.body), leak) {
 			t.Fatalf("500 leaks %q: %s", leak, r.body)
+		}
+	}
+}
+
+// The representation's Retry-After follows the work: a second while an operation is young,
+// a tenth of its age after 10 s (at most 30 s), the rest of a wait while the work waits,
+// and 30 s while an operator is needed. So a long operation or a long wait costs its client
+// a bounded number of reads, not one a second.
+func TestPollAfterFollowsTheWork(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	running := operation.Operation{State: operation.Running, CreatedAt: t0}
+	waiting := running
+	waiting.WaitingUntil = t0.Add(6 * time.Hour)
+	unknown := running
+	unknown.State = operation.OutcomeUnknown
+	for _, tc := range []struct {
+		name string
+		op   operation.Operation
+		at   time.Duration
+		want time.Duration
+	}{
+		{"young", running, 3 * time.Second, time.Second},
+		{"a minute old", running, time.Minute, 6 * time.Second},
+		{"an hour old", running, time.Hour, 30 * time.Second},
+		{"waiting", waiting, time.Hour, 5 * time.Hour},
+		{"the wait over", waiting, 7 * time.Hour, 30 * time.Second},
+		{"outcome unknown", unknown, time.Second, 30 * time.Second},
+	} {
+		if got := httpapi.PollAfter(tc.op, t0.Add(tc.at)); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
