@@ -412,7 +412,8 @@ func (h *Handler) representation(ctx context.Context, op operation.Operation, st
 }
 
 // PollAfter is when a client should read op again, at now: while an operator is needed,
-// 30 s; while the work waits (a worker asked to), when the wait ends; otherwise every
+// 30 s; while the work waits (a worker asked to) and no cancel was asked for, when the wait
+// ends; otherwise every
 // second for its first 10 s, then a tenth of its age, at most 30 s. A long operation is
 // then read a few dozen times, not once a second for hours, and a wait of any length costs
 // its client a constant number of reads (the Retry-After header, at most MaxRetryAfter).
@@ -420,7 +421,7 @@ func PollAfter(op operation.Operation, now time.Time) time.Duration {
 	switch {
 	case op.State == operation.OutcomeUnknown:
 		return 30 * time.Second
-	case op.Waiting(now):
+	case op.Waiting(now) && !op.CancelRequested: // a cancel ends a wait at once
 		return op.WaitingUntil.Sub(now)
 	}
 	return min(max(time.Second, now.Sub(op.CreatedAt)/10), 30*time.Second)

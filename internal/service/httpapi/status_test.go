@@ -230,6 +230,8 @@ func TestPollAfterFollowsTheWork(t *testing.T) {
 	waiting.WaitingUntil = t0.Add(6 * time.Hour)
 	unknown := running
 	unknown.State = operation.OutcomeUnknown
+	cancelling := waiting
+	cancelling.State, cancelling.CancelRequested = operation.Cancelling, true
 	for _, tc := range []struct {
 		name string
 		op   operation.Operation
@@ -242,6 +244,7 @@ func TestPollAfterFollowsTheWork(t *testing.T) {
 		{"waiting", waiting, time.Hour, 5 * time.Hour},
 		{"the wait over", waiting, 7 * time.Hour, 30 * time.Second},
 		{"outcome unknown", unknown, time.Second, 30 * time.Second},
+		{"a cancel during the wait", cancelling, time.Hour, 30 * time.Second},
 	} {
 		if got := httpapi.PollAfter(tc.op, t0.Add(tc.at)); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
