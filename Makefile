@@ -39,7 +39,9 @@ all: lint test
 
 tools-check:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required"; exit 1; }
-	@command -v java >/dev/null || { echo "Java 17+ is required (DynamoDB Local)"; exit 1; }
+	@command -v java >/dev/null || { echo "A Java 17+ JDK is required (DynamoDB Local)"; exit 1; }
+	@java --list-modules 2>/dev/null | grep -q '^jdk.compiler@' || \
+	  { echo "A Java 17+ JDK is required, not only a JRE: DynamoDB Local starts through a launcher compiled as it starts (internal/local/ddblocal)"; exit 1; }
 	@command -v npm >/dev/null || { echo "npm is required (it fetches DynamoDB Local and asl-validator)"; exit 1; }
 
 deps:
