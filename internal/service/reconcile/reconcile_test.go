@@ -578,6 +578,16 @@ func (f *fixture) leased(id, run string, until time.Time) {
 	}
 }
 
+// idle makes a running operation whose Run took a lease for a step and released it: work
+// has started, and no step is in flight.
+func (f *fixture) idle() string {
+	f.t.Helper()
+	id := f.started(true)
+	f.leased(id, "run-1", f.clock.Now().Add(time.Minute))
+	f.leased(id, "run-1", time.Time{})
+	return id
+}
+
 // While a Run holds the lease of a step it invoked, the reconciler decides nothing about
 // an execution that ended without recording the step's end: the workflow gave up on a
 // retry it made while that Run ran, and the Run will record the end. Once the lease runs
@@ -643,9 +653,7 @@ func TestAStopWithNoStepInFlightIsKnown(t *testing.T) {
 // plainly: nothing can have acted unseen, so its outcome is not unknown.
 func TestAnEndWithNoStepInFlightIsNotUnknown(t *testing.T) {
 	f := newFixture(t)
-	id := f.started(true)
-	f.leased(id, "run-1", f.clock.Now().Add(time.Minute))
-	f.leased(id, "run-1", time.Time{})
+	id := f.idle()
 	f.exec.Finish(id, reconcile.Aborted, nil)
 	f.clock.Advance(leases.Check + time.Second)
 	f.run()
@@ -724,9 +732,7 @@ func older() *optype.Registry {
 func TestAnUnknownTypeWaitsForAFunctionThatServesIt(t *testing.T) {
 	f := newFixture(t)
 	accepted, dispatched, running := f.accepted(), f.started(false), f.started(true)
-	leased := f.started(true)
-	f.leased(leased, "run-1", f.clock.Now().Add(time.Minute))
-	f.leased(leased, "run-1", time.Time{}) // released: no step in flight
+	leased := f.idle() // no step in flight
 	ids := []string{accepted, dispatched, running, leased}
 	versions := map[string]int{}
 	for _, id := range ids {
@@ -751,7 +757,7 @@ func TestAnUnknownTypeWaitsForAFunctionThatServesIt(t *testing.T) {
 		t.Fatalf("%d due within the backoff (%v); want all four still watched", len(due), err)
 	}
 
-	f.serve(optype.Builtin()) // the update reached the reconciler
+	f.serve(optype.Builtin())         // the update reached the reconciler
 	f.clock.Advance(30 * time.Minute) // past every backoff, before the deadline
 	if sum := f.run(); sum.Dispatched != 1 || sum.Rescheduled != 3 || sum.Recorded != 0 {
 		t.Fatalf("%+v; want the accepted one dispatched and the others looked at as usual", sum)
@@ -775,12 +781,7 @@ func TestAnUnknownTypeIsSettledOnlyPastItsDeadline(t *testing.T) {
 	}{
 		{"accepted", func(f *fixture) string { return f.accepted() }, operation.Failed, "no step ran"},
 		{"dispatched, never started", func(f *fixture) string { return f.started(false) }, operation.Failed, "no step ran"},
-		{"running, no step in flight", func(f *fixture) string {
-			id := f.started(true)
-			f.leased(id, "run-1", f.clock.Now().Add(time.Minute))
-			f.leased(id, "run-1", time.Time{})
-			return id
-		}, operation.Failed, "none was in flight"},
+		{"running, no step in flight", (*fixture).idle, operation.Failed, "none was in flight"},
 		{"running, from before leases", func(f *fixture) string { return f.started(true) }, operation.OutcomeUnknown, "may have been in flight"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -829,9 +830,7 @@ func TestAnUnknownTypeIsSettledOnlyPastItsDeadline(t *testing.T) {
 // nothing can act after it is recorded. It does not wait for the deadline.
 func TestACancelOfAnUnknownTypeIsCanceled(t *testing.T) {
 	f := newFixture(t)
-	id := f.started(true)
-	f.leased(id, "run-1", f.clock.Now().Add(time.Minute))
-	f.leased(id, "run-1", time.Time{})
+	id := f.idle()
 	f.serve(older())
 	f.cancel(id)
 	f.clock.Advance(leases.Cancel + time.Second)
