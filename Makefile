@@ -23,9 +23,10 @@ ARCH    ?= arm64
 CDK_ARCH_arm64 := arm64
 CDK_ARCH_amd64 := x86_64
 CDK_ARCH = $(or $(CDK_ARCH_$(ARCH)),$(error ARCH must be arm64 or amd64, not "$(ARCH)"))
-# The States Language validator for the workflow, pinned; each version in its own folder.
-ASL_PKG := asl-validator@4.0.0
-ASL_DIR := $(CACHE)/asl-validator/$(patsubst asl-validator@%,%,$(ASL_PKG))
+# The States Language validator for the workflow, pinned with its whole tree by the
+# package-lock.json in ASL_TOOL.
+ASL_TOOL := internal/aws/stepfunctions/asl-validator
+ASL_DIR := $(CACHE)/asl-validator
 ASL_VALIDATOR := $(ASL_DIR)/node_modules/.bin/asl-validator
 ASL_OUT := $(CACHE)/asl/operation.asl.json
 # The CDK app runs CDK's JavaScript under Node (jsii); keep it quiet and offline.
@@ -39,7 +40,9 @@ all: lint test
 
 tools-check:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required"; exit 1; }
-	@command -v java >/dev/null || { echo "Java 17+ is required (DynamoDB Local)"; exit 1; }
+	@command -v java >/dev/null || { echo "A Java 17+ JDK is required (DynamoDB Local)"; exit 1; }
+	@java --list-modules 2>/dev/null | grep -q '^jdk.compiler@' || \
+	  { echo "A Java 17+ JDK is required, not only a JRE: DynamoDB Local starts through a launcher compiled as it starts (internal/local/ddblocal)"; exit 1; }
 	@command -v npm >/dev/null || { echo "npm is required (it fetches DynamoDB Local and asl-validator)"; exit 1; }
 
 deps:
@@ -153,10 +156,15 @@ $(OAPI_CODEGEN):
 
 test: deps ddb-install lint asl-lint unit e2e-plain example fuzz synth
 
+# asl-validator, installed into the cache from $(ASL_TOOL)'s package.json and
+# package-lock.json, so its whole tree is pinned (npm ci checks every package's integrity),
+# without install scripts (internal/supplychain_test.go holds every npm install to that).
 asl-install: $(ASL_VALIDATOR)
-$(ASL_VALIDATOR): | tools-check
-	mkdir -p $(ASL_DIR)
-	npm install --silent --no-fund --no-audit --cache $(abspath $(CACHE)/npm) --prefix $(ASL_DIR) $(ASL_PKG)
+$(ASL_VALIDATOR): $(ASL_TOOL)/package.json $(ASL_TOOL)/package-lock.json | tools-check
+	rm -rf $(ASL_DIR) && mkdir -p $(ASL_DIR)
+	cp $(ASL_TOOL)/package.json $(ASL_TOOL)/package-lock.json $(ASL_DIR)/
+	npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm) --prefix $(ASL_DIR)
+	touch $@
 
 # The workflow as deployed (stepfunctions.Definition replaces the ${…} placeholders with
 # realistic ARNs; a test writes it), checked against the States Language spec.
@@ -232,7 +240,7 @@ peer-install: $(PEER_DIR)/node_modules/.package-lock.json
 $(PEER_DIR)/node_modules/.package-lock.json: | tools-check
 	@test -f $(PEER_SRC)/bench.mjs || { echo "no Powertools peer at $(PEER_SRC): set PEER_SRC"; exit 1; }
 	rm -rf $(PEER_DIR) && mkdir -p $(CACHE) && cp -R $(PEER_SRC) $(PEER_DIR) && chmod -R u+w $(PEER_DIR)
-	cd $(PEER_DIR) && npm ci --silent --no-fund --no-audit --cache $(abspath $(CACHE)/npm)
+	cd $(PEER_DIR) && npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm)
 
 .PHONY: bench-run bench-peer peer-install
 

@@ -236,13 +236,26 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 			ResourceName: jsii.String(*name(machine) + ":*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
 	}
 	byName := map[string]interface{}{}
-	var recorderStarts, recorderExecutions []*string
+	var workflows, recorderStarts, recorderExecutions []*string
 	for _, w := range workers {
 		byName[w], byName[stepfunctions.ResumeKey(w)] = machineArn(w), machineArn(w+"-resume")
+		workflows = append(workflows, machineArn(w))
 		recorderStarts = append(recorderStarts, machineArn(w), machineArn(w+"-resume"))
 		recorderExecutions = append(recorderExecutions, executionsArn(w), executionsArn(w+"-resume"))
 	}
+	// With a customer managed key for the table, the workflows' definitions and execution
+	// histories are encrypted with it too: the histories hold operation data (the workers'
+	// handed-on state, a step's report that could not be recorded) for 90 days, and whoever
+	// chose to control the table's data with a key of their own means all of it. Step
+	// Functions reuses a data key for 5 minutes, so KMS is called a few times an hour per
+	// workflow, not per execution.
+	key := lr.Table.EncryptionKey()
+	var executionEncryption awsstepfunctions.EncryptionConfiguration
+	if key != nil {
+		executionEncryption = awsstepfunctions.NewCustomerManagedEncryptionConfiguration(key, awscdk.Duration_Minutes(jsii.Number(5)))
+	}
 	recorder := fn("recorder", map[string]*string{"LONGRUN_STATE_MACHINES": stack.ToJsonString(byName, nil)})
+	grantExecutionKey(recorder, key, recorderStarts)
 	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings("states:StartExecution"), Resources: &recorderStarts,
 	}))
@@ -273,7 +286,8 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 					stepfunctions.WorkerFunctionArn:   worker.FunctionArn(),
 					stepfunctions.RecorderFunctionArn: recorder.FunctionArn(),
 				},
-				TracingEnabled: jsii.Bool(trace.active),
+				TracingEnabled:          jsii.Bool(trace.active),
+				EncryptionConfiguration: executionEncryption,
 			})
 			sm.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(TypesMetadataKey), served.typesMetadata(w))
 			recorder.GrantInvoke(sm)
@@ -332,6 +346,8 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	}
 	// The reconciler watches (and stops) the executions the recorder went on in, too.
 	grantExecutions(stack, reconciler, lr.ResumeStateMachines, workers)
+	grantExecutionKey(dispatcher, key, workflows)
+	grantExecutionKey(reconciler, key, recorderStarts)
 	lr.Bus.GrantPutEventsTo(notifier, nil)
 	guardBus(c, lr.Bus, notifier, props.EventPublishers)
 
@@ -563,6 +579,21 @@ func grantItems(table awsdynamodb.Table, f awslambda.Function, actions []string,
 			Resources: &[]*string{key.KeyArn()},
 		}))
 	}
+}
+
+// grantExecutionKey lets f use key, when the workflows' histories are encrypted with it (nil:
+// they are not), for the executions of the workflows machines only: starting one encrypts
+// its input, describing one decrypts its input and output. Step Functions names the state
+// machine in the encryption context of every use.
+func grantExecutionKey(f awslambda.Function, key awskms.IKey, machines []*string) {
+	if key == nil {
+		return
+	}
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
+		Resources:  &[]*string{key.KeyArn()},
+		Conditions: &map[string]interface{}{"StringEquals": map[string]interface{}{"kms:EncryptionContext:aws:states:stateMachineArn": machines}},
+	}))
 }
 
 // grantExecutions lets f start executions of the workflows, and describe and stop them.

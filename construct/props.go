@@ -97,11 +97,13 @@ type Props struct {
 	EventPublishers []string
 
 	// TableEncryption is how the table is encrypted at rest: with an AWS owned key (the
-	// default) or a customer managed one, TableKey or one the construct creates.
+	// default) or a customer managed one, TableKey or one the construct creates. A customer
+	// managed key encrypts the workflows' execution histories too, which hold operation data
+	// for 90 days (docs/security.md, "Execution histories").
 	TableEncryption TableEncryption
-	// TableKey is an existing customer managed KMS key for the table (it implies
-	// TableEncryptionCustomerManaged). Its key policy must let the construct's roles use it
-	// through DynamoDB.
+	// TableKey is an existing customer managed KMS key for the table and the workflows (it
+	// implies TableEncryptionCustomerManaged). Its key policy must let the construct's roles
+	// use it through DynamoDB and Step Functions.
 	TableKey awskms.IKey
 }
 

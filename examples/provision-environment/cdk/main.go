@@ -1,6 +1,7 @@
 // Command cdk is the team's CDK app: longrun with provision.environment and its worker,
 // deployed through longrun's construct, and the subscriber on longrun's bus. Build the
-// functions first (see README.md), then `npx cdk deploy -c provisionerUrl=https://…`.
+// functions first (see README.md), then `make deploy PROVISIONER_URL=https://…`, which runs
+// the CDK CLI that cli/package-lock.json pins.
 package main
 
 import (

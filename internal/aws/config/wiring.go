@@ -132,7 +132,7 @@ func (f Function) Registry() *optype.Registry { return f.Types }
 // Dispatcher is the dispatcher the dispatcher and reconciler functions share: the table, the
 // deployment's types (Registry), the dead-letter queue and exec.
 func (f Function) Dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
-	d, err := dispatch.New(dispatch.Dispatcher{Store: f.Store, Executor: exec, Registry: f.Registry(),
+	d, err := dispatch.New(dispatch.Dispatcher{Store: f.Store, Executor: exec, Registry: f.Registry(), Leases: f.Config.Leases,
 		DeadLetters: sqs.NewDeadLetters(f.AWS, f.Config.DeadLetterQueueURL),
 		Now:         time.Now, Log: f.Log, Accepted: dynamo.AcceptedOperation, Metrics: f.metrics(), Tracer: f.Tracer()})
 	if err != nil {

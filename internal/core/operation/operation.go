@@ -319,6 +319,15 @@ func (o Operation) InFlight(now time.Time) *Lease {
 	return l
 }
 
+// MayBeInFlight says whether a step may be in flight at now: a lease that holds, or, in a
+// history from before leases, any started work (nothing then says that a step ended).
+func (o Operation) MayBeInFlight(now time.Time) bool {
+	if o.Leased {
+		return o.InFlight(now) != nil
+	}
+	return o.Started
+}
+
 // ExecutionName is the name of the operation's latest execution: the one its execution
 // reference names, or, before any names one, the first, named after the operation.
 func (o Operation) ExecutionName() string {
@@ -509,4 +518,53 @@ func (o Operation) DeadlineAt(l Leases) time.Time {
 // PastDeadline reports whether o is still not terminal after its deadline.
 func (o Operation) PastDeadline(l Leases, now time.Time) bool {
 	return !o.State.Terminal() && now.After(o.DeadlineAt(l))
+}
+
+// Unserved decides what becomes of o, not yet settled, when the function looking at it does
+// not serve its type: during a rolling update of the types file an older function meets
+// operations that a newer one admitted or started, and after a type is removed its
+// operations are left. A function that serves the type may still come (the update goes on,
+// or is rolled back), and a newer function must not have its work failed by an older one.
+// So o is left alone until its deadline and the cancel lease after it, the time in which a
+// function that serves the type ends the work by itself, as it ends any work at its deadline.
+// Only a cancel with no step in flight is settled before then (canceled): nothing can act
+// after it is recorded. After that time the work failed (unsupported_operation_type) when no
+// step may be in flight, and its outcome is unknown when one may be (a started history from
+// before leases). While a step is leased nothing is decided.
+//
+// It returns the fact to record (its kind and problem; the caller sets its source and time),
+// or, when there is none yet, the time by which to look again.
+func (o Operation) Unserved(l Leases, now time.Time) (*Fact, time.Time) {
+	switch o.State {
+	case Accepted, Dispatched, Running, Cancelling:
+	default:
+		return nil, time.Time{}
+	}
+	if lease := o.InFlight(now); lease != nil {
+		return nil, lease.Until
+	}
+	inFlight := o.MayBeInFlight(now)
+	if o.State == Cancelling && !inFlight {
+		return &Fact{Kind: KindCanceled}, time.Time{}
+	}
+	deadline := o.DeadlineAt(l)
+	if end := deadline.Add(l.Cancel); now.Before(end) {
+		return nil, end
+	}
+	const title = "Operation type not served"
+	why := fmt.Sprintf("The type %s is not served by this deployment, and the work did not finish by its deadline (%s)", o.Type, FormatTime(deadline))
+	switch {
+	case inFlight:
+		return &Fact{Kind: KindOutcomeUnknown, Problem: NewProblem("unsupported_operation_type", title,
+			why+" while a step may have been in flight; whether it acted is unknown.")}, time.Time{}
+	case !o.Started:
+		return &Fact{Kind: KindFailed, Problem: NewProblem("unsupported_operation_type", title, why+": no step ran.")}, time.Time{}
+	default:
+		completed := 0
+		if o.Progress != nil {
+			completed = o.Progress.CompletedSteps
+		}
+		return &Fact{Kind: KindFailed, Problem: NewProblem("unsupported_operation_type", title,
+			fmt.Sprintf("%s: %d step(s) had completed and none was in flight.", why, completed))}, time.Time{}
+	}
 }

@@ -5,6 +5,7 @@ package ddblocal
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -38,11 +39,20 @@ type Server struct {
 type Options struct {
 	Dir  string // folder holding DynamoDBLocal.jar and DynamoDBLocal_lib; default: the module's cache
 	Port int    // 0 picks a free port
-	Host string // address to check and connect to; default 127.0.0.1
+	Host string // the only address it listens on, and that clients connect to; default 127.0.0.1
 }
 
-// Start launches DynamoDB Local in memory and waits until it answers. It fails fast with a
-// clear message when Java or the jar is missing, or the port is taken.
+// loopback is the launcher that makes DynamoDB Local listen on Options.Host alone
+// (Loopback.java says why and how). It is written into a temporary folder for each start
+// and run with Java's source-file mode, which needs a JDK: a JRE has no compiler.
+//
+//go:embed Loopback.java
+var loopback []byte
+
+// Start launches DynamoDB Local in memory, listening on Options.Host only (by default the
+// loopback address, so the table is not reachable from the network), and waits until it
+// answers. It fails fast with a clear message when Java, its compiler or the jar is missing,
+// or the port is taken.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Dir == "" {
 		dir, err := DefaultDir()
@@ -56,7 +66,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	java, err := exec.LookPath("java")
 	if err != nil {
-		return nil, errors.New("ddblocal: java not found on PATH: DynamoDB Local needs Java 17 or newer")
+		return nil, errors.New("ddblocal: java not found on PATH: DynamoDB Local needs a Java 17 or newer JDK")
 	}
 	if _, err := os.Stat(filepath.Join(opts.Dir, "DynamoDBLocal.jar")); err != nil {
 		return nil, fmt.Errorf("ddblocal: %s/DynamoDBLocal.jar is missing: run `make ddb-install`", opts.Dir)
@@ -66,15 +76,25 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	// DynamoDB Local listens on all interfaces and keeps running when the port is taken, so
-	// check first rather than wait on a server that will never answer.
-	probe, err := net.Listen("tcp", ":"+strconv.Itoa(opts.Port))
+	// DynamoDB Local keeps running when the port is taken, so check first rather than wait on
+	// a server that will never answer.
+	probe, err := net.Listen("tcp", net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)))
 	if err != nil {
 		return nil, fmt.Errorf("ddblocal: port %d is taken: %w", opts.Port, err)
 	}
 	probe.Close()
 
-	cmd := exec.Command(java, "-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
+	launcher, err := os.MkdirTemp("", "longrun-ddblocal-")
+	if err != nil {
+		return nil, fmt.Errorf("ddblocal: a folder for the launcher: %w", err)
+	}
+	source := filepath.Join(launcher, "Loopback.java")
+	if err := os.WriteFile(source, loopback, 0o600); err != nil {
+		os.RemoveAll(launcher)
+		return nil, fmt.Errorf("ddblocal: write the launcher: %w", err)
+	}
+	classpath := strings.Join([]string{"DynamoDBLocal.jar", filepath.Join("DynamoDBLocal_lib", "*")}, string(filepath.ListSeparator))
+	cmd := exec.Command(java, "-Djava.library.path=./DynamoDBLocal_lib", "-cp", classpath, source, opts.Host,
 		"-inMemory", "-sharedDb", "-port", strconv.Itoa(opts.Port))
 	cmd.Dir = opts.Dir
 	// Without this it looks up a telemetry host before listening, which hangs offline.
@@ -83,10 +103,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(launcher)
 		return nil, fmt.Errorf("ddblocal: start java: %w", err)
 	}
 	s := &Server{Endpoint: "http://" + net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port)), cmd: cmd, done: make(chan struct{}), output: out}
-	go func() { _ = cmd.Wait(); close(s.done) }()
+	go func() { _ = cmd.Wait(); os.RemoveAll(launcher); close(s.done) }()
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
 		return nil, err
@@ -99,7 +120,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		if strings.Contains(s.output.String(), "Failed to bind") {
+		if out := s.output.String(); strings.Contains(out, "Failed to bind") || strings.Contains(out, "Could not start server") {
 			return fmt.Errorf("ddblocal: DynamoDB Local could not bind %s", s.Endpoint)
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint, strings.NewReader("{}"))
@@ -112,6 +133,10 @@ func (s *Server) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-s.done:
+			if strings.Contains(s.output.String(), "jdk.compiler") {
+				return errors.New("ddblocal: this Java has no compiler (module jdk.compiler): DynamoDB Local starts through a launcher, " +
+					"compiled as it runs, that binds it to the loopback address; install a JDK 17 or newer, not only a JRE")
+			}
 			return fmt.Errorf("ddblocal: DynamoDB Local exited: %s", lastLines(s.output.String(), 5))
 		case <-ctx.Done():
 			return fmt.Errorf("ddblocal: DynamoDB Local not ready at %s: %w", s.Endpoint, ctx.Err())

@@ -3,8 +3,10 @@ package ddblocal
 import (
 	"context"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStartFailsClearly(t *testing.T) {
@@ -34,6 +36,23 @@ func TestStartRefusesATakenPort(t *testing.T) {
 	}
 }
 
+// A Java without its compiler (a JRE) cannot run the launcher that binds DynamoDB Local to
+// the loopback address: Start says so, rather than only that it exited. A JDK told to leave
+// the compiler out stands in for a JRE.
+func TestStartNeedsAJDK(t *testing.T) {
+	dir, err := DefaultDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("JDK_JAVA_OPTIONS", "--limit-modules=java.se")
+	if srv, err := Start(context.Background(), Options{Dir: dir}); err == nil {
+		srv.Stop()
+		t.Fatal("started without a compiler")
+	} else if !strings.Contains(err.Error(), "install a JDK") {
+		t.Fatalf("%v; want it to ask for a JDK", err)
+	}
+}
+
 func TestStartServesAndStops(t *testing.T) {
 	srv, err := Start(context.Background(), Options{})
 	if err != nil {
@@ -48,5 +67,49 @@ func TestStartServesAndStops(t *testing.T) {
 	if conn, err := net.Dial("tcp", strings.TrimPrefix(srv.Endpoint, "http://")); err == nil {
 		conn.Close()
 		t.Fatal("still serving after Stop")
+	}
+}
+
+// Issue #20, item 8: DynamoDB Local listened on every interface, so the development table
+// was reachable from the network. It must answer on 127.0.0.1 only: a connection to any
+// other address of this machine is refused. On Linux every 127.0.0.0/8 address is this
+// machine's, so 127.0.0.2 tells a loopback-only listener from a wildcard one even where the
+// machine has no other address.
+func TestItListensOnLoopbackOnly(t *testing.T) {
+	srv, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(srv.Endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conn, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port)); err != nil {
+		t.Fatalf("not serving on 127.0.0.1: %v", err)
+	} else {
+		conn.Close()
+	}
+	var others []string
+	if runtime.GOOS == "linux" {
+		others = append(others, "127.0.0.2")
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && !ip.IP.Equal(net.IPv4(127, 0, 0, 1)) && !ip.IP.IsLinkLocalUnicast() {
+			others = append(others, ip.IP.String())
+		}
+	}
+	if len(others) == 0 {
+		t.Skip("this machine has no address but 127.0.0.1 to try")
+	}
+	for _, host := range others {
+		if conn, err := net.DialTimeout("tcp", net.JoinHostPort(host, port), 2*time.Second); err == nil {
+			conn.Close()
+			t.Errorf("DynamoDB Local answers on %s: it must listen on 127.0.0.1 only", host)
+		}
 	}
 }

@@ -47,6 +47,11 @@ var (
 	// operation and the same call succeeds later: the stream retries the record, and the
 	// reconciler makes no more such calls in its run and leaves the operation due for the next.
 	ErrThrottled = errors.New("executor throttled")
+	// ErrUnknownType marks an accepted operation whose type this dispatcher does not serve,
+	// left accepted: a newer function admitted it during a rolling update of the types file,
+	// or the type was removed. Nothing is recorded; the reconciler looks at it again later,
+	// and fails it only past its deadline (operation.Operation.Unserved).
+	ErrUnknownType = errors.New("operation type not served here")
 )
 
 // DeadLetter is what the dead-letter queue receives for a record that cannot be processed.
@@ -82,9 +87,13 @@ type Metrics interface {
 
 // Dispatcher starts executions for accepted operations. Make one with New.
 type Dispatcher struct {
-	Store       facts.Store
-	Executor    Executor
-	Registry    *optype.Registry
+	Store    facts.Store
+	Executor Executor
+	Registry *optype.Registry
+	// Leases give the deadline of operations admitted before types had one, and the cancel
+	// lease after a deadline (an operation whose type is not served waits that long); zero
+	// is operation.DefaultLeases().
+	Leases      operation.Leases
 	DeadLetters DeadLetters
 	Now         func() time.Time
 	Log         *slog.Logger
@@ -120,6 +129,9 @@ func New(d Dispatcher) (*Dispatcher, error) {
 		slices.Sort(missing)
 		return nil, fmt.Errorf("dispatch: %s not set", strings.Join(missing, ", "))
 	}
+	if d.Leases == (operation.Leases{}) {
+		d.Leases = operation.DefaultLeases()
+	}
 	return &d, nil
 }
 
@@ -132,6 +144,10 @@ func New(d Dispatcher) (*Dispatcher, error) {
 // settled, outcome_unknown) belongs to the workflow, the recorder, the reconciler or an
 // operator, and the call changes nothing: a redelivered record must never cancel or stop
 // work that a step may be doing.
+//
+// An accepted operation of a type the dispatcher does not serve is left accepted, and the
+// call returns ErrUnknownType, until its deadline and the cancel lease after it have passed;
+// then it is failed (operation.Operation.Unserved).
 func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 	// A link, not a parent: the admission's trace ended long ago, and a stream batch
 	// dispatches several operations under one invocation. The link is added once the
@@ -148,10 +164,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 	var started string // the execution this call started or found, if any
 	var lag time.Duration
 	var typeName string
-	var measured bool // whether the last attempt dispatched the operation: lag holds how long it waited
-	var canceled *operation.Fact
+	var measured bool           // whether the last attempt dispatched the operation: lag holds how long it waited
+	var outcome *operation.Fact // the outcome this call recorded, if any
+	var unserved bool           // the operation's type is not served here: left accepted
 	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
-		measured, canceled = false, nil
+		measured, outcome, unserved = false, nil, false
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		if !linked {
 			linked = tracelink.AddLink(span, op.Traceparent)
@@ -161,7 +178,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 			// Cancellation intent with nothing dispatched or started (a bare cancel_requested;
 			// the API itself writes canceled with it): no step ran or can run, so it is over.
 			f := d.fact(operation.KindCanceled, "")
-			canceled = &f
+			outcome = &f
 			return []operation.Fact{f}, nil
 		case op.State != operation.Accepted:
 			if started != "" && op.Started && op.Execution == "" {
@@ -173,10 +190,15 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 		}
 		typ, ok := d.Registry.Lookup(op.Type)
 		if !ok {
-			f := d.fact(operation.KindFailed, "")
-			f.Problem = operation.NewProblem("unsupported_operation_type", "Unsupported operation type",
-				fmt.Sprintf("No executor is registered for %q.", op.Type))
-			return []operation.Fact{f}, nil
+			// A type this dispatcher does not serve (a newer function admitted it, or it was
+			// removed): left accepted for one that serves it, and failed only past its deadline.
+			f, _ := op.Unserved(d.Leases, d.Now())
+			if unserved = f == nil; unserved {
+				return nil, nil
+			}
+			f.At, f.Source = d.Now(), operation.SourceDispatcher
+			outcome = f
+			return []operation.Fact{*f}, nil
 		}
 		if started == "" {
 			span.SetAttributes(tracelink.AttrOperationType.String(op.Type))
@@ -197,10 +219,13 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 	if measured {
 		d.metric("DispatchLag", "Milliseconds", float64(max(lag, 0).Milliseconds()), "Type", typeName)
 	}
-	if canceled != nil { // an outcome: no step ran
-		for _, m := range operation.OutcomeMeasures(op, operation.KindCanceled, 0, canceled.At) {
+	if outcome != nil { // no step ran
+		for _, m := range operation.OutcomeMeasures(op, outcome.Kind, 0, outcome.At) {
 			d.metric(m.Name, m.Unit, m.Value, m.Dims...)
 		}
+	}
+	if unserved {
+		return fmt.Errorf("dispatch: %s: %w: %s", id, ErrUnknownType, op.Type)
 	}
 	// Cancellation won the race after this call started an execution, before any step began:
 	// stop it, so the only execution there ever was does no more work. Its worker would find
@@ -278,6 +303,12 @@ func (d *Dispatcher) handle(ctx context.Context, id, sequence string) bool {
 			return false
 		}
 		d.metric("DeadLetters", "Count", 1, "Source", "dispatcher")
+		return true
+	case errors.Is(err, ErrUnknownType):
+		// Not poison and not retried: during a rolling update of the types file the stream
+		// would redeliver it within seconds, holding up its shard, before the update reaches
+		// this function. The reconciler looks at it once it is due (lifecycle.md).
+		log.WarnContext(ctx, "type not served here; left accepted for a function that serves it", "error", err.Error())
 		return true
 	case errors.Is(err, ErrThrottled):
 		// Not poison: the operation stays accepted and due. If the mapping's retries run out

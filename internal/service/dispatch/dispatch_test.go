@@ -531,17 +531,66 @@ func TestHandleStreamReportsOnlyFailedRecords(t *testing.T) {
 	}
 }
 
-func TestUnknownTypeFailsTheOperation(t *testing.T) {
+// Issue #20, item 9: during a rolling update of the types file, a dispatcher that does not
+// serve a type yet meets operations that a newer API admitted. It must not fail them: it
+// leaves the operation accepted, and is done with the stream record (no retry holding up
+// the shard, no dead letter), so that a dispatcher serving the type dispatches it later (the
+// reconciler, once the operation is due). So does one that serves the type again after a
+// rollback.
+func TestAnUnknownTypeIsLeftForAFunctionThatServesIt(t *testing.T) {
 	f := newFixture(t)
 	id := f.accepted()
 	export, _ := optype.Builtin().Lookup("export.orders")
-	f.d.Registry = optype.NewRegistry(export) // demo.task was unregistered since admission
+	f.d.Registry = optype.NewRegistry(export) // an older dispatcher: demo.task is not served yet
+	if resp := f.redeliver(id, "1"); len(resp.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
+		t.Fatalf("the record failed or went to the dead-letter queue: %+v, %+v", resp.BatchItemFailures, f.dlq.got)
+	}
+	if err := f.d.Dispatch(context.Background(), id); !errors.Is(err, dispatch.ErrUnknownType) {
+		t.Fatalf("Dispatch: %v; want ErrUnknownType", err)
+	}
+	if op := f.load(id); op.State != operation.Accepted || op.Version != 1 || len(f.exec.Executions()) != 0 {
+		t.Fatalf("%s v%d, %d executions (%s); want it left accepted, nothing started", op.State, op.Version, len(f.exec.Executions()), f.history(id))
+	}
+	f.d.Registry = optype.Builtin() // the update reached the dispatcher
 	if err := f.d.Dispatch(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	op := f.load(id)
-	if op.State != operation.Failed || op.Problem == nil || op.Problem.Code != "unsupported_operation_type" || len(f.exec.Executions()) != 0 {
-		t.Fatalf("op %+v", op)
+	if op := f.load(id); op.State != operation.Dispatched || len(f.exec.Executions()) != 1 {
+		t.Fatalf("%s, %d executions; want it dispatched once a dispatcher serves its type", op.State, len(f.exec.Executions()))
+	}
+}
+
+// An operation whose type no dispatcher took up is failed only once no function that serves
+// the type could still run it: after its deadline and the cancel lease after it. Then it is
+// failed (unsupported_operation_type), not outcome_unknown: no step ran.
+func TestAnUnknownTypeFailsOnlyPastItsDeadline(t *testing.T) {
+	export, _ := optype.Builtin().Lookup("export.orders")
+	cancel := operation.DefaultLeases().Cancel
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // after the operation's deadline
+		want  operation.State
+	}{
+		{"within the cancel lease after the deadline", cancel - time.Minute, operation.Accepted},
+		{"past the deadline and the cancel lease", cancel + time.Second, operation.Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.accepted()
+			deadline := f.load(id).Deadline
+			f.d.Registry = optype.NewRegistry(export)
+			f.d.Now = func() time.Time { return deadline.Add(tc.after) }
+			if resp := f.redeliver(id, "1"); len(resp.BatchItemFailures) != 0 || len(f.dlq.got) != 0 {
+				t.Fatalf("the record failed or went to the dead-letter queue: %+v, %+v", resp.BatchItemFailures, f.dlq.got)
+			}
+			op := f.load(id)
+			if op.State != tc.want || len(f.exec.Executions()) != 0 {
+				t.Fatalf("%s %+v, %d executions; want %s, nothing started", op.State, op.Problem, len(f.exec.Executions()), tc.want)
+			}
+			if tc.want == operation.Failed && (op.Problem == nil || op.Problem.Code != "unsupported_operation_type" || !strings.Contains(op.Problem.Detail, "no step ran")) {
+				t.Fatalf("problem %+v; want unsupported_operation_type saying that no step ran", op.Problem)
+			}
+		})
 	}
 }
 

@@ -451,20 +451,31 @@ func (r *run) reconcile(ctx context.Context, item DueItem) (result, error) {
 		return result{action: "rescheduled"}, r.Store.Reschedule(ctx, op.ID, op.Version, r.Now().Add(backoff(base, item.Attempts)), item.Attempts+1)
 	}
 	switch op.State {
-	case operation.Accepted:
+	case operation.Accepted, operation.Dispatched, operation.Running, operation.Cancelling:
+	default:
+		return result{action: "none"}, nil // settled since it was found due
+	}
+	typ, ok := r.Registry.Lookup(op.Type)
+	if !ok {
+		// A type this function does not serve (a newer one admitted or started the work, or
+		// the type was removed): left alone for a function that serves it, and settled only
+		// past its deadline. Nothing is looked at or stopped: the execution's state machine
+		// is the type's.
+		f, by := op.Unserved(r.Leases, r.Now())
+		if f == nil {
+			r.Log.InfoContext(ctx, "type not served here; looking again later", "operation_id", op.ID, "type", op.Type)
+			next := r.Now().Add(backoff(r.Leases.Check, item.Attempts))
+			return result{action: "rescheduled"}, r.Store.Reschedule(ctx, op.ID, op.Version, minTime(next, by), item.Attempts+1)
+		}
+		f.Source = operation.SourceReconciler
+		return r.record(ctx, op, *f)
+	}
+	if op.State == operation.Accepted {
 		ok, err := r.call(ctx, callStart, r.Starts, func() error { return r.Dispatcher.Dispatch(ctx, op.ID) })
 		if err != nil || !ok {
 			return result{action: actionDeferred}, err
 		}
 		return result{action: "dispatched"}, nil
-	case operation.Dispatched, operation.Running, operation.Cancelling:
-	default:
-		return result{action: "none"}, nil // settled since it was found due
-	}
-
-	typ, ok := r.Registry.Lookup(op.Type)
-	if !ok {
-		return r.record(ctx, op, r.unknown(op, "unsupported_operation_type", "No executor is registered for this type any more."))
 	}
 	// The operation's latest execution: the dispatcher's, or the one a Run continued it in.
 	var ex Execution
@@ -483,7 +494,7 @@ func (r *run) reconcile(ctx context.Context, item DueItem) (result, error) {
 	case Running:
 		cause := ""
 		switch {
-		case op.State == operation.Cancelling && r.inFlight(op) && !r.Now().After(op.UpdatedAt.Add(r.Leases.Cancel)):
+		case op.State == operation.Cancelling && op.MayBeInFlight(r.Now()) && !r.Now().After(op.UpdatedAt.Add(r.Leases.Cancel)):
 			// A step is in flight (a cancel during a wait that has since ended): the Run
 			// records the cancel at its next gate, within the cancel lease.
 			return later(r.Leases.Check)
@@ -585,21 +596,12 @@ func (r *run) carryOn(ctx context.Context, op operation.Operation, workflow stri
 // maxHops bounds how far one look follows a chain of executions that ended unnamed.
 const maxHops = 20
 
-// inFlight says whether a step may be in flight: a lease that has not run out, or, in a
-// history from before leases, any started work.
-func (r *Reconciler) inFlight(op operation.Operation) bool {
-	if op.Leased {
-		return op.InFlight(r.Now()) != nil
-	}
-	return op.Started
-}
-
 // stopped is the truth about an execution the reconciler just stopped. StopExecution does
 // not stop a Lambda invocation in flight, so a step in flight (leased) may still act after
 // the stop: its outcome is unknown, even for a cancel. With none in flight nothing can act:
 // a cancel is then done, and a deadline stop failed the work.
 func (r *Reconciler) stopped(op operation.Operation) operation.Fact {
-	started := r.inFlight(op)
+	started := op.MayBeInFlight(r.Now())
 	switch {
 	case op.State == operation.Cancelling && !started:
 		return operation.Fact{Kind: operation.KindCanceled, Source: operation.SourceReconciler}
@@ -622,7 +624,7 @@ func (r *Reconciler) stopped(op operation.Operation) operation.Fact {
 // for, was canceled); work whose step may have been in flight may have acted, so its
 // outcome is unknown, cancel or not.
 func (r *Reconciler) ended(op operation.Operation, status Status) operation.Fact {
-	started := r.inFlight(op)
+	started := op.MayBeInFlight(r.Now())
 	switch {
 	case op.State == operation.Running && !started:
 		return operation.Fact{Kind: operation.KindFailed, Source: operation.SourceReconciler,
@@ -672,6 +674,14 @@ func (r *Reconciler) record(ctx context.Context, seen operation.Operation, f ope
 		}
 	}
 	return res, nil
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // backoff is the wait after attempts looks that found nothing to do, up to maxBackoff.

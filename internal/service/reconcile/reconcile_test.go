@@ -578,6 +578,16 @@ func (f *fixture) leased(id, run string, until time.Time) {
 	}
 }
 
+// idle makes a running operation whose Run took a lease for a step and released it: work
+// has started, and no step is in flight.
+func (f *fixture) idle() string {
+	f.t.Helper()
+	id := f.started(true)
+	f.leased(id, "run-1", f.clock.Now().Add(time.Minute))
+	f.leased(id, "run-1", time.Time{})
+	return id
+}
+
 // While a Run holds the lease of a step it invoked, the reconciler decides nothing about
 // an execution that ended without recording the step's end: the workflow gave up on a
 // retry it made while that Run ran, and the Run will record the end. Once the lease runs
@@ -643,9 +653,7 @@ func TestAStopWithNoStepInFlightIsKnown(t *testing.T) {
 // plainly: nothing can have acted unseen, so its outcome is not unknown.
 func TestAnEndWithNoStepInFlightIsNotUnknown(t *testing.T) {
 	f := newFixture(t)
-	id := f.started(true)
-	f.leased(id, "run-1", f.clock.Now().Add(time.Minute))
-	f.leased(id, "run-1", time.Time{})
+	id := f.idle()
 	f.exec.Finish(id, reconcile.Aborted, nil)
 	f.clock.Advance(leases.Check + time.Second)
 	f.run()
@@ -699,5 +707,137 @@ func TestACarriedOnExecutionThatEndedUnnamedIsFollowed(t *testing.T) {
 	in, ok := f.executionInput(id + "-2")
 	if !ok || in.Continuation != 2 || f.load(id).State != operation.Running {
 		t.Fatalf("carried on in %+v (%v); want %s-2, still running", in, ok, id)
+	}
+}
+
+// serve makes the reconciler, and the dispatcher it dispatches with, serve only types: both
+// take the deployment's types file, so during a rolling update both are old or both new.
+func (f *fixture) serve(types *optype.Registry) {
+	f.r.Registry = types
+	f.r.Dispatcher.(*dispatch.Dispatcher).Registry = types
+}
+
+// older is the registry of a function from before demo.task was added (or after it was
+// removed): it serves export.orders only.
+func older() *optype.Registry {
+	export, _ := optype.Builtin().Lookup("export.orders")
+	return optype.NewRegistry(export)
+}
+
+// Issue #20, item 9: during a rolling update of the types file (or its rollback) an older
+// reconciler meets operations of a type it does not serve, which a newer function admitted or
+// started. It leaves each alone, whatever its state, looking again with the backoff of a
+// healthy operation, and records nothing: no execution is started, stopped or judged. Once
+// the update reaches it, the work goes on as if nothing had happened.
+func TestAnUnknownTypeWaitsForAFunctionThatServesIt(t *testing.T) {
+	f := newFixture(t)
+	accepted, dispatched, running := f.accepted(), f.started(false), f.started(true)
+	leased := f.idle() // no step in flight
+	ids := []string{accepted, dispatched, running, leased}
+	versions := map[string]int{}
+	for _, id := range ids {
+		versions[id] = f.load(id).Version
+	}
+	f.serve(older())
+	for range 5 {
+		f.clock.Advance(leases.Check * 8)
+		if sum := f.run(); sum.Recorded != 0 || sum.Dispatched != 0 || sum.Stopped != 0 || sum.Errors != 0 {
+			t.Fatalf("%+v; want every operation of the unknown type left alone", sum)
+		}
+	}
+	for _, id := range ids {
+		if op := f.load(id); op.Version != versions[id] {
+			t.Fatalf("%s: %s v%d → v%d %+v; want it left alone", id, op.State, versions[id], op.Version, op.Problem)
+		}
+	}
+	if n := len(f.exec.Executions()); n != 3 {
+		t.Fatalf("%d executions; want the three there were, none started", n)
+	}
+	if due, err := f.store.Due(context.Background(), f.clock.Now().Add(2*time.Hour), 100); err != nil || len(due) != 4 {
+		t.Fatalf("%d due within the backoff (%v); want all four still watched", len(due), err)
+	}
+
+	f.serve(optype.Builtin())         // the update reached the reconciler
+	f.clock.Advance(30 * time.Minute) // past every backoff, before the deadline
+	if sum := f.run(); sum.Dispatched != 1 || sum.Rescheduled != 3 || sum.Recorded != 0 {
+		t.Fatalf("%+v; want the accepted one dispatched and the others looked at as usual", sum)
+	}
+	if op := f.load(accepted); op.State != operation.Dispatched {
+		t.Fatalf("%s; want dispatched", op.State)
+	}
+}
+
+// Only once no function that serves the type could still run the work, after its deadline
+// and the cancel lease after it, is an operation of a type nobody serves settled, as an
+// execution that ended would be: failed (unsupported_operation_type) when no step may be in
+// flight, which says whether any ran; outcome_unknown only when one may be (a history from
+// before leases, once started). A step still leased is waited for.
+func TestAnUnknownTypeIsSettledOnlyPastItsDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(f *fixture) string
+		want   operation.State
+		detail string
+	}{
+		{"accepted", func(f *fixture) string { return f.accepted() }, operation.Failed, "no step ran"},
+		{"dispatched, never started", func(f *fixture) string { return f.started(false) }, operation.Failed, "no step ran"},
+		{"running, no step in flight", (*fixture).idle, operation.Failed, "none was in flight"},
+		{"running, from before leases", func(f *fixture) string { return f.started(true) }, operation.OutcomeUnknown, "may have been in flight"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := tc.setup(f)
+			f.serve(older())
+			deadline := f.load(id).Deadline
+			for f.clock.Now().Before(deadline.Add(leases.Cancel)) {
+				f.clock.Advance(leases.Check)
+				f.run()
+				if op := f.load(id); f.clock.Now().Before(deadline.Add(leases.Cancel)) && (op.State.Terminal() || op.State == operation.OutcomeUnknown) {
+					t.Fatalf("%s %+v at %s, before the deadline %s and the cancel lease", op.State, op.Problem, f.clock.Now(), deadline)
+				}
+			}
+			f.clock.Advance(time.Hour)
+			f.run()
+			op := f.load(id)
+			if op.State != tc.want || op.Problem == nil || op.Problem.Code != "unsupported_operation_type" || !strings.Contains(op.Problem.Detail, tc.detail) {
+				t.Fatalf("%s %+v; want %s unsupported_operation_type saying %q", op.State, op.Problem, tc.want, tc.detail)
+			}
+			if ex, ok := f.exec.Executions()[id]; ok && ex.Stopped {
+				t.Fatal("an execution was stopped without its type")
+			}
+		})
+	}
+	t.Run("a step still leased", func(t *testing.T) {
+		f := newFixture(t)
+		id := f.started(true)
+		f.leased(id, "run-1", f.clock.Now().Add(3*time.Hour))
+		f.serve(older())
+		f.clock.Advance(2 * time.Hour)
+		f.run()
+		if op := f.load(id); op.State != operation.Running {
+			t.Fatalf("%s %+v; want nothing decided while the lease holds", op.State, op.Problem)
+		}
+		f.clock.Advance(2 * time.Hour)
+		f.run()
+		if op := f.load(id); op.State != operation.Failed || op.Problem == nil || op.Problem.Code != "unsupported_operation_type" {
+			t.Fatalf("%s %+v; want failed once the lease ran out with nothing in flight", op.State, op.Problem)
+		}
+	})
+}
+
+// A cancel of an operation whose type is not served is honoured at the reconciler's look
+// after the cancel lease, as for any type, when no step is in flight: canceled, since
+// nothing can act after it is recorded. It does not wait for the deadline.
+func TestACancelOfAnUnknownTypeIsCanceled(t *testing.T) {
+	f := newFixture(t)
+	id := f.idle()
+	f.serve(older())
+	f.cancel(id)
+	f.clock.Advance(leases.Cancel + time.Second)
+	if sum := f.run(); sum.Recorded != 1 {
+		t.Fatalf("%+v", sum)
+	}
+	if op := f.load(id); op.State != operation.Canceled {
+		t.Fatalf("%s %+v; want canceled", op.State, op.Problem)
 	}
 }
