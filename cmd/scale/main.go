@@ -108,11 +108,13 @@ func run(ctx context.Context, args []string, stdout io.Writer, divert bool) int 
 			return 2
 		}
 	}
-	// The ceiling: every step holds a recorder slot and a worker slot while it runs, so the
-	// recorder's reservation bounds the steps in flight; StartExecution's refill bounds the
-	// executions started (one per operation, one more per wait).
+	// The ceiling: a step holds one slot while it runs, the worker's (the recorder sends it
+	// asynchronously: a parked Run), from the account's pool, which the API shares (one slot
+	// left to it); StartExecution's refill bounds the executions started (one per
+	// operation, one more per wait).
 	stepSeconds := float64(*sleepMs)/1000 + 0.2
-	ceiling := min(float64(limits.Reserved["recorder"])/(float64(*steps)*stepSeconds), limits.StepFunctions["StartExecution"].RefillPerSecond)
+	workers := float64(max(1, limits.Unreserved-1))
+	ceiling := min(workers/(float64(*steps)*stepSeconds), limits.StepFunctions["StartExecution"].RefillPerSecond)
 	if *rate == 0 {
 		*rate = 3 * ceiling
 	}

@@ -87,7 +87,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 	// Discovery serves admission's own registry, as the function wires it.
 	e.handler = &httpapi.Handler{Admission: e.service, Operations: e.store, Types: e.service.Registry, NewRequestID: gen.Request,
 		Intents: &intent.Service{Store: e.store, Now: e.clock.Now}, Now: e.clock.Now,
-		Log:     slog.New(slog.NewJSONHandler(io.Discard, nil))}
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	for _, o := range opts {
 		o(e)
 	}

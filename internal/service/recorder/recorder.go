@@ -390,7 +390,7 @@ type handled struct {
 	// heldBack is the progress the step's end came to that a quiet step left to a later
 	// fact (nil when recorded, or none).
 	heldBack *operation.Progress
-	op         operation.Operation
+	op       operation.Operation
 }
 
 // pace is how Run paces the steps it runs in one invocation: fits says whether a step of
