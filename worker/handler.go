@@ -82,6 +82,7 @@ func Run[In any](ctx context.Context, fn Func[In], req Request) (Report, error) 
 	// The step's context ends at its stepTimeout: the function's own timeout may be longer
 	// (a worker serves types of different stepTimeouts, and Lambda runs a step sent to it
 	// asynchronously for the function's whole timeout).
+	invocation := ctx
 	timed := req.StepTimeoutSeconds > 0
 	if timed {
 		var cancel context.CancelFunc
@@ -91,7 +92,9 @@ func Run[In any](ctx context.Context, fn Func[In], req Request) (Report, error) 
 	rep, err := fn(ctx, req.step(), in)
 	if err != nil {
 		var p *Problem
-		if timed && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.As(err, &p) {
+		// The step's own time ran out, not the invocation's (that one is the invocation's
+		// failure, which Lambda reports as its timeout).
+		if timed && errors.Is(ctx.Err(), context.DeadlineExceeded) && invocation.Err() == nil && !errors.As(err, &p) {
 			// Failed once its time was up: it may have acted before.
 			return Report{status: StatusOutcomeUnknown, problem: &Problem{Code: CodeStepTimeout, Title: "Step timed out",
 				Detail: fmt.Sprintf("Step %d did not finish within its step timeout of %ds; it may have acted, so the outcome is unknown.", req.Step, req.StepTimeoutSeconds)}}, nil
