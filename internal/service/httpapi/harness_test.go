@@ -81,6 +81,12 @@ func newEnv(t testing.TB, opts ...option) *env {
 	}
 	e := &env{t: t, client: client, calls: calls, table: table, clock: &clock{t: t0}, spec: spec}
 	e.store = dynamo.New(client, table)
+	// DynamoDB Local under a loaded CI machine (the race detector, every package at once)
+	// can take seconds a call, and the production budget would be spent on its queue, not
+	// on the conflicts a test injects (TestTransactionConflictIsRetried answered 503 after
+	// two attempts so): the emulator's budget, as the contention tests use. Tests of the
+	// budget itself set their own.
+	e.store.ConflictBudget = emulatorBudget
 	gen := &ids.Generator{Now: e.clock.Now, Entropy: rand.Reader}
 	e.service = &admission.Service{Store: e.store, Registry: optype.Builtin(), Now: e.clock.Now, NewID: gen.Operation,
 		Window: 24 * time.Hour, Quota: admission.DefaultQuota}
