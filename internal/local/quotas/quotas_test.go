@@ -415,9 +415,20 @@ func TestInvokeRequestLimit(t *testing.T) {
 // kumo's sfn executor): kumo's own signature, no invocation type.
 func taskInvoke(t *testing.T, url, fn string, payload []byte) (int, []byte) {
 	t.Helper()
+	return post(t, url, fn, payload, kumoScope)
+}
+
+// directInvoke is a synchronous invocation by any other caller, as an SDK signs it.
+func directInvoke(t *testing.T, url, fn string, payload []byte) (int, []byte) {
+	t.Helper()
+	return post(t, url, fn, payload, "AWS4-HMAC-SHA256 Credential=local/20260101/us-east-1/lambda/aws4_request")
+}
+
+func post(t *testing.T, url, fn string, payload []byte, authorization string) (int, []byte) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url+"/2015-03-31/functions/"+fn+"/invocations", bytes.NewReader(payload))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", kumoScope)
+	req.Header.Set("Authorization", authorization)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -455,9 +466,13 @@ func TestLambdaTaskPayloadLimit(t *testing.T) {
 	if code, body := taskInvoke(t, r.url, "f", ask(262_145)); !dataLimit(code, body) {
 		t.Fatalf("a result of 262,145 bytes: %d %.200s", code, body)
 	}
-	out, err := r.lambda.Invoke(context.Background(), &lambda.InvokeInput{FunctionName: aws.String("f"), Payload: ask(262_145)})
-	if err != nil || len(out.Payload) != 262_145 {
-		t.Fatalf("a direct caller's result of 262,145 bytes: %v", err)
+	// A direct caller (not kumo's Step Functions: no kumo credential scope). Plain HTTP,
+	// not the SDK's client: its deserializer, reading a 256 KiB chunked answer from
+	// httptest's server, failed now and then with "use of closed network connection" on
+	// its own side of the connection (about 1 run in 15 at -count=30, the code before
+	// issue 19's second session too), while the gate had answered 200 with every byte.
+	if code, body := directInvoke(t, r.url, "f", ask(262_145)); code != http.StatusOK || len(body) != 262_145 {
+		t.Fatalf("a direct caller's result of 262,145 bytes: %d, %d bytes", code, len(body))
 	}
 	if st := r.gate.Stats(); st.Refusals["States.DataLimitExceeded (input)"] != 1 || st.Refusals["States.DataLimitExceeded (result)"] != 1 {
 		t.Fatalf("stats %+v", st.Refusals)
