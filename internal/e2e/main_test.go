@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -230,16 +232,20 @@ func (c client) poll(id string, within time.Duration) response {
 // executions counts the executions named id across the stack's state machines.
 func executions(t testing.TB, id string) int {
 	t.Helper()
+	// One DescribeExecution per state machine, not a listing: ListExecutions answers with
+	// every execution of the suite, a body that an overloaded run once cut short ("unexpected
+	// EOF"), and only the execution named after the operation counts here.
 	n := 0
-	for _, arn := range stack.StateMachines {
-		out, err := stack.StepFunctions.ListExecutions(context.Background(), &sfn.ListExecutionsInput{StateMachineArn: aws.String(arn)})
-		if err != nil {
+	for _, machine := range stack.StateMachines {
+		arn := strings.Replace(machine, ":stateMachine:", ":execution:", 1) + ":" + id
+		_, err := stack.StepFunctions.DescribeExecution(context.Background(), &sfn.DescribeExecutionInput{ExecutionArn: aws.String(arn)})
+		var missing *sfntypes.ExecutionDoesNotExist
+		switch {
+		case errors.As(err, &missing):
+		case err != nil:
 			t.Fatal(err)
-		}
-		for _, ex := range out.Executions {
-			if aws.ToString(ex.Name) == id {
-				n++
-			}
+		default:
+			n++
 		}
 	}
 	return n
