@@ -202,8 +202,11 @@ func leastPrivilege(t *testing.T, props stack.Props) {
 				if strings.Contains(a, "*") {
 					t.Errorf("%s %s: wildcard action %s", props.Stage, id, a)
 				}
+				// The recorder answers and beats its workflows' task tokens (a parked Run):
+				// a service integration's token belongs to no resource IAM can name.
+				token := (a == "states:SendTaskSuccess" || a == "states:SendTaskHeartbeat") && strings.HasPrefix(id, "Recorder")
 				for _, prefix := range dataPrefixes {
-					if wildResource && strings.HasPrefix(a, prefix) {
+					if wildResource && strings.HasPrefix(a, prefix) && !token {
 						t.Errorf("%s %s: %s on every resource", props.Stage, id, a)
 					}
 				}
