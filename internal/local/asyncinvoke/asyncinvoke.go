@@ -141,13 +141,18 @@ func functionName(s string) string {
 type configBody struct {
 	FunctionArn              string `json:"FunctionArn,omitempty"`
 	LastModified             float64
-	MaximumRetryAttempts     *int `json:",omitempty"`
-	MaximumEventAgeInSeconds *int `json:",omitempty"`
-	DestinationConfig        *struct {
-		OnSuccess *struct{ Destination string } `json:",omitempty"`
-		OnFailure *struct{ Destination string } `json:",omitempty"`
-	} `json:",omitempty"`
+	MaximumRetryAttempts     *int          `json:",omitempty"`
+	MaximumEventAgeInSeconds *int          `json:",omitempty"`
+	DestinationConfig        *destinations `json:",omitempty"`
 }
+
+// destinations is an event invoke config's DestinationConfig on the wire.
+type destinations struct {
+	OnSuccess *destination `json:",omitempty"`
+	OnFailure *destination `json:",omitempty"`
+}
+
+type destination struct{ Destination string }
 
 func (e *Emulator) serveConfig(w http.ResponseWriter, r *http.Request, name string) {
 	switch r.Method {
@@ -203,15 +208,12 @@ func (e *Emulator) serveConfig(w http.ResponseWriter, r *http.Request, name stri
 func writeConfig(w http.ResponseWriter, cfg Config) {
 	out := configBody{FunctionArn: cfg.FunctionArn, LastModified: float64(time.Now().Unix()),
 		MaximumRetryAttempts: &cfg.MaximumRetryAttempts, MaximumEventAgeInSeconds: &cfg.MaximumEventAgeInSeconds}
-	out.DestinationConfig = &struct {
-		OnSuccess *struct{ Destination string } `json:",omitempty"`
-		OnFailure *struct{ Destination string } `json:",omitempty"`
-	}{}
+	out.DestinationConfig = &destinations{}
 	if cfg.OnSuccess != "" {
-		out.DestinationConfig.OnSuccess = &struct{ Destination string }{cfg.OnSuccess}
+		out.DestinationConfig.OnSuccess = &destination{cfg.OnSuccess}
 	}
 	if cfg.OnFailure != "" {
-		out.DestinationConfig.OnFailure = &struct{ Destination string }{cfg.OnFailure}
+		out.DestinationConfig.OnFailure = &destination{cfg.OnFailure}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)

@@ -209,6 +209,7 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 				return Decision{}, err
 			}
 		}
+		// Asked again: taking a fast step's end (take) makes the Run invoke this step itself.
 		if rc.park != nil && !rc.sync {
 			err = r.Sender.Send(ctx, rc.worker, payload)
 			if err == nil {
