@@ -13,7 +13,7 @@ import (
 )
 
 func main() {
-	fn := config.MustFunction("longrun-reconciler", "LONGRUN_STATE_MACHINES", "LONGRUN_DEAD_LETTER_QUEUE_URL")
+	fn := config.MustFunction("longrun-reconciler", "LONGRUN_STATE_MACHINES", "LONGRUN_DEAD_LETTER_QUEUE_URL", "LONGRUN_SEAL_SECRET")
 	executor := fn.Executor()
 	pace := fn.Config.Reconcile
 	r := &reconcile.Reconciler{
@@ -33,6 +33,8 @@ func main() {
 		Starts:  rate.NewLimiter(rate.Limit(pace.DispatchRate), 1),
 		Looks:   rate.NewLimiter(rate.Limit(pace.DescribeRate), 1),
 		Metrics: fn.Metrics,
+		// What an execution's output says is taken only as the recorder sealed it.
+		Seals: fn.Sealer(),
 	}
 	fn.Start(func(ctx context.Context, _ events.EventBridgeEvent) (reconcile.Summary, error) { return r.Run(ctx) })
 }

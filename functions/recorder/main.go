@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	fn := config.MustFunction("longrun-recorder", "LONGRUN_STATE_MACHINES")
+	fn := config.MustFunction("longrun-recorder", "LONGRUN_STATE_MACHINES", "LONGRUN_SEAL_SECRET", "LONGRUN_WORKERS")
 	// LONGRUN_RECORDER_RUN_BUDGET bounds a Run where a Lambda task may not last as long as
 	// the function (the local stack's emulator cuts a task at 30 s); unset on AWS.
 	budget, _ := time.ParseDuration(os.Getenv("LONGRUN_RECORDER_RUN_BUDGET"))
@@ -29,6 +29,9 @@ func main() {
 	r := &recorder.Recorder{Store: fn.Store, Registry: fn.Registry(), Leases: fn.Config.Leases, Now: time.Now, Log: fn.Log,
 		Metrics: fn.Metrics, Invoker: workers, Executions: continuations, Sender: workers, Callbacks: continuations, Claims: fn.Store,
 		Deliveries: lambdainvoke.Destination, MaxEventAge: sizing.WorkerMaxEventAge,
-		RunBudget: budget, Tracer: fn.Tracer(), RunIDs: ids.New().Request}
+		RunBudget: budget, Tracer: fn.Tracer(), RunIDs: ids.New().Request,
+		// It takes back only what it sealed, and sends steps only to the types' workers:
+		// invoking it is not enough to act for an operation (docs/security.md).
+		Seals: fn.Sealer(), Workers: fn.Config.Workers}
 	fn.Start(r.Serve)
 }

@@ -35,6 +35,12 @@ type Config struct {
 	StateMachines map[string]string
 	// DeadLetterQueueURL receives poison records (LONGRUN_DEAD_LETTER_QUEUE_URL).
 	DeadLetterQueueURL string
+	// SealSecret is the Secrets Manager secret (name or ARN) the recorder's and the
+	// reconciler's seals are keyed from (LONGRUN_SEAL_SECRET; internal/aws/sealkey).
+	SealSecret string
+	// Workers maps each worker to its function's name or ARN (LONGRUN_WORKERS, a JSON
+	// object): the recorder refuses a Run or a delivery that names another function.
+	Workers map[string]string
 	// EventBus is the EventBridge bus the notifier publishes to (LONGRUN_EVENT_BUS).
 	EventBus string
 	// CognitoClientIDs are the app clients whose ID tokens the API accepts
@@ -93,6 +99,12 @@ func FromEnv() (Config, error) {
 	c.CognitoClientIDs = List(os.Getenv("LONGRUN_COGNITO_CLIENT_IDS"))
 	c.OperatorPrincipals = List(os.Getenv("LONGRUN_OPERATOR_PRINCIPALS"))
 	c.EventBus = os.Getenv("LONGRUN_EVENT_BUS")
+	c.SealSecret = os.Getenv("LONGRUN_SEAL_SECRET")
+	if v := os.Getenv("LONGRUN_WORKERS"); v != "" {
+		if err := json.Unmarshal([]byte(v), &c.Workers); err != nil {
+			return c, fmt.Errorf("config: LONGRUN_WORKERS is not a JSON object of workers to functions: %w", err)
+		}
+	}
 	if v := os.Getenv("LONGRUN_DEMO_TYPES"); v != "" {
 		demo, err := strconv.ParseBool(v)
 		if err != nil {
@@ -144,7 +156,9 @@ func (c Config) Require(names ...string) error {
 		switch {
 		case n == "LONGRUN_STATE_MACHINES" && len(c.StateMachines) == 0,
 			n == "LONGRUN_DEAD_LETTER_QUEUE_URL" && c.DeadLetterQueueURL == "",
-			n == "LONGRUN_EVENT_BUS" && c.EventBus == "":
+			n == "LONGRUN_EVENT_BUS" && c.EventBus == "",
+			n == "LONGRUN_SEAL_SECRET" && c.SealSecret == "",
+			n == "LONGRUN_WORKERS" && len(c.Workers) == 0:
 			return fmt.Errorf("config: %s is required", n)
 		}
 	}

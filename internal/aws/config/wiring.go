@@ -15,10 +15,12 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/emf"
 	"github.com/longrun-dev/longrun/internal/aws/lambdalog"
+	"github.com/longrun-dev/longrun/internal/aws/sealkey"
 	"github.com/longrun-dev/longrun/internal/aws/sqs"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/aws/tracing"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/seal"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 )
 
@@ -178,4 +180,14 @@ func Start(handler any) {
 func exit(log *slog.Logger, err error) {
 	log.Error("configuration", "error", err.Error())
 	os.Exit(1)
+}
+
+// Sealer is the function's seal key, read from LONGRUN_SEAL_SECRET (internal/aws/sealkey);
+// it exits the process with the reason when the secret cannot be read.
+func (f Function) Sealer() *seal.Sealer {
+	s, err := sealkey.Load(context.Background(), f.AWS, f.Config.SealSecret)
+	if err != nil {
+		exit(f.Log, err)
+	}
+	return s
 }

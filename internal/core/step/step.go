@@ -38,6 +38,10 @@ type Request struct {
 	// CorrelationID is the operation's correlation id (docs/observability.md), for the
 	// worker's own logs; absent for operations admitted before it was recorded.
 	CorrelationID string `json:"correlationId,omitempty"`
+	// Seal is longrun's MAC over the rest of the request (internal/core/seal), by which the
+	// recorder knows the request when the worker's destination hands it back. It is
+	// opaque to the worker, which ignores it.
+	Seal string `json:"seal,omitempty"`
 }
 
 // Status is what a report says the step came to.

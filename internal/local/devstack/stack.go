@@ -7,6 +7,8 @@ package devstack
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,6 +35,7 @@ import (
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sivchari/kumo"
@@ -128,6 +131,13 @@ type Stack struct {
 	StepFunctions *sfn.Client
 	SQS           *sqs.Client
 	Lambda        *lambda.Client
+	// SecretsManager holds the seal secret (createSealSecret).
+	SecretsManager *secretsmanager.Client
+
+	// sealSecret is the seal secret's ARN, and workers each worker's function ARN, for the
+	// functions' environment.
+	sealSecret string
+	workers    map[string]string
 
 	// Quotas is the gate of Options.Quotas in front of the edge; nil when off.
 	Quotas *quotas.Gate
@@ -294,6 +304,13 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if opts.TypesFile != "" {
 		opts.TypesFile = types.Path // absolute: the processes run elsewhere
 	}
+	if err := s.createSealSecret(ctx); err != nil {
+		return nil, err
+	}
+	s.workers = map[string]string{}
+	for _, w := range types.Registry(true).Workers() {
+		s.workers[w] = arns[stepfunctions.FunctionName(w)]
+	}
 	if err := s.startFunctions(ctx, fns, bin, opts); err != nil {
 		return nil, err
 	}
@@ -457,6 +474,7 @@ func (s *Stack) connectClients() {
 	s.EventBridge = eventbridge.NewFromConfig(cfg)
 	s.SQS = sqs.NewFromConfig(cfg)
 	s.Lambda = lambda.NewFromConfig(cfg)
+	s.SecretsManager = secretsmanager.NewFromConfig(cfg)
 }
 
 // createTable creates the table, with its stream, and records the stream's ARN for the
@@ -557,6 +575,24 @@ func (s *Stack) createStateMachines(ctx context.Context, types *optype.Registry,
 	return nil
 }
 
+// createSealSecret creates the secret the recorder's and the reconciler's seals are keyed
+// from, as the construct does on AWS: a random string in Secrets Manager, read by the
+// functions when they start (internal/aws/sealkey).
+func (s *Stack) createSealSecret(ctx context.Context) error {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return err
+	}
+	out, err := s.SecretsManager.CreateSecret(ctx, &secretsmanager.CreateSecretInput{
+		Name: aws.String("longrun-local-seal"), SecretString: aws.String(hex.EncodeToString(secret)),
+	})
+	if err != nil {
+		return fmt.Errorf("devstack: create the seal secret: %w", err)
+	}
+	s.sealSecret = aws.ToString(out.ARN)
+	return nil
+}
+
 // configureWorkers gives every worker function the event invoke config the construct gives
 // it on AWS: the recorder hears how each step sent to it ended (on success and on failure),
 // Lambda never runs a failed step again, and keeps one queued for sizing.WorkerMaxEventAge.
@@ -582,7 +618,10 @@ func (s *Stack) configureWorkers(ctx context.Context, types *optype.Registry, ar
 // Lambda functions on AWS.
 func (s *Stack) functionEnv(opts Options) []string {
 	machines, _ := json.Marshal(s.StateMachines)
+	workers, _ := json.Marshal(s.workers)
 	env := []string{
+		"LONGRUN_SEAL_SECRET=" + s.sealSecret,
+		"LONGRUN_WORKERS=" + string(workers),
 		"AWS_ENDPOINT_URL=" + s.EdgeURL,
 		"AWS_REGION=" + region,
 		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",

@@ -168,7 +168,7 @@ func TestPacingTakesOneTokenPerCall(t *testing.T) {
 		f.started(true) // running, looked at and left alone
 	}
 	continued := f.started(true) // ended handing on to its next execution: looked at, then continued
-	f.exec.Finish(continued, reconcile.Succeeded, []byte(`{"operationId":"`+continued+`","recordError":{"Error":"Lambda.TooManyRequestsException"}}`))
+	f.finish(continued, reconcile.Succeeded, []byte(`{"operationId":"`+continued+`","recordError":{"Error":"Lambda.TooManyRequestsException"}}`))
 	f.clock.Advance(leases.Check + time.Second)
 	f.r.Starts, f.r.Looks = rate.NewLimiter(0, 1000), rate.NewLimiter(0, 1000)
 	f.r.Budget = 45 * time.Second

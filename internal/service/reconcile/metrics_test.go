@@ -58,7 +58,7 @@ func TestReconciledOutcomesAreMeasured(t *testing.T) {
 	f.exec.Finish(inProgress, reconcile.Aborted, nil)
 	f.clock.Advance(time.Second)
 	unrecorded := f.started(true) // succeeded, the outcome never recorded: succeeded
-	f.exec.Finish(unrecorded, reconcile.Succeeded, []byte(`{"operationId":"`+unrecorded+`","gate":{"decision":`+firstStep(unrecorded)+
+	f.finish(unrecorded, reconcile.Succeeded, []byte(`{"operationId":"`+unrecorded+`","gate":{"decision":`+firstStep(unrecorded)+
 		`},"task":{"report":{"status":"succeeded","result":{}}}}`))
 	f.clock.Advance(time.Second)
 	cancelling := f.started(false) // cancelled, never stopping, nothing started: stopped as canceled

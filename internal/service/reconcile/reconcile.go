@@ -28,6 +28,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/seal"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
@@ -96,9 +97,13 @@ type Reconciler struct {
 	Executions Executions
 	Dispatcher Dispatcher
 	Registry   *optype.Registry
-	Leases     operation.Leases
-	Now        func() time.Time
-	Log        *slog.Logger
+	// Seals checks what an execution's output says before the reconciler acts on it, and
+	// seals the input of an execution it starts to carry work on (recorder.Trusted): an
+	// execution started with made-up state is carried on from the facts alone.
+	Seals  *seal.Sealer
+	Leases operation.Leases
+	Now    func() time.Time
+	Log    *slog.Logger
 	// MaxPerRun is how many due operations one read of the due index returns (a page).
 	// Without a Budget a run reads one page, so it is all the run looks at.
 	MaxPerRun int
@@ -528,8 +533,7 @@ func (r *run) reconcile(ctx context.Context, item DueItem) (result, error) {
 	}
 	switch ex.Status {
 	case Succeeded:
-		var in recorder.Input
-		if err := json.Unmarshal(ex.Output, &in); err == nil {
+		if in, ok := recorder.Trusted(r.Seals, op.ID, ex.Ref, ex.Output); ok {
 			if f, ok := recorder.Unrecorded(in, op.CancelRequested); ok {
 				f.Source = operation.SourceReconciler
 				return r.record(ctx, op, f)
@@ -553,7 +557,11 @@ func (r *run) reconcile(ctx context.Context, item DueItem) (result, error) {
 // so that every look moves the work forward.
 func (r *run) carryOn(ctx context.Context, op operation.Operation, workflow string, next recorder.Input, resume bool) (result, error) {
 	for hops := 0; ; hops++ {
-		input, err := json.Marshal(next)
+		sealed, err := recorder.SealInput(r.Seals, next)
+		if err != nil {
+			return result{}, err
+		}
+		input, err := json.Marshal(sealed)
 		if err != nil {
 			return result{}, err
 		}
@@ -578,8 +586,7 @@ func (r *run) carryOn(ctx context.Context, op operation.Operation, workflow stri
 			}
 			return result{action: "continued"}, nil
 		}
-		var out recorder.Input
-		if ex.Status == Succeeded && json.Unmarshal(ex.Output, &out) == nil {
+		if out, ok := recorder.Trusted(r.Seals, op.ID, ex.Ref, ex.Output); ex.Status == Succeeded && ok {
 			if f, ok := recorder.Unrecorded(out, op.CancelRequested); ok {
 				f.Source = operation.SourceReconciler
 				return r.record(ctx, op, f)

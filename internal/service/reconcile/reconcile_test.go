@@ -22,6 +22,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/intent"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/seal"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 	"github.com/longrun-dev/longrun/internal/service/reconcile"
 	"github.com/longrun-dev/longrun/internal/service/recorder"
@@ -74,8 +75,46 @@ func newFixtureOn(t *testing.T, client *dynamodb.Client) *fixture {
 		t.Fatal(err)
 	}
 	f.r = &reconcile.Reconciler{Store: store, Executions: f.exec, Dispatcher: d, Registry: optype.Builtin(), Leases: leases,
-		Now: c.Now, Log: log, MaxPerRun: 50}
+		Now: c.Now, Log: log, MaxPerRun: 50, Seals: testSealer(t)}
 	return f
+}
+
+func testSealer(t *testing.T) *seal.Sealer {
+	t.Helper()
+	s, err := seal.New([]byte(strings.Repeat("test-key/", 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// finish ends execution name with output sealed as the recorder seals what it hands the
+// workflow: the Run's answer (gate.decision), or, for a caught Run, the execution's input.
+// Outputs that are not the workflow's state are kept as they are.
+func (f *fixture) finish(name string, status reconcile.Status, output []byte) {
+	f.t.Helper()
+	var in recorder.Input
+	if len(output) > 0 && json.Unmarshal(output, &in) == nil && in.OperationID != "" {
+		var err error
+		switch {
+		case in.RecordError != nil && (in.Gate != nil || in.Continuation > 0):
+			caught := in.RecordError
+			in.RecordError = nil
+			in, err = recorder.SealInput(f.r.Seals, in)
+			in.RecordError = caught
+		case in.Gate != nil && in.Gate.Decision != nil:
+			var d recorder.Decision
+			d, err = recorder.SealDecision(f.r.Seals, in.OperationID, *in.Gate.Decision)
+			in.Gate.Decision = &d
+		}
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if output, err = json.Marshal(in); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.exec.Finish(name, status, output)
 }
 
 // noLetters refuses dead letters: the reconciler dispatches by id, never from a stream
@@ -212,7 +251,7 @@ func TestTheLatestExecutionIsWatched(t *testing.T) {
 			{reconcile.Aborted, operation.OutcomeUnknown},
 		} {
 			id := f.started(true)
-			f.exec.Finish(id, reconcile.Succeeded, []byte(`{"next":"continue","continuedIn":"`+id+`-1"}`))
+			f.finish(id, reconcile.Succeeded, []byte(`{"next":"continue","continuedIn":"`+id+`-1"}`))
 			ref, err := f.exec.Start(context.Background(), "demo-task", id+"-1", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -236,11 +275,34 @@ func TestTheLatestExecutionIsWatched(t *testing.T) {
 func TestSucceededExecutionOutcomeIsRecorded(t *testing.T) {
 	f := newFixture(t)
 	id := f.started(true)
-	f.exec.Finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","gate":{"decision":`+firstStep(id)+`},"task":{"report":{"status":"succeeded","result":{"n":3}}}}`))
+	f.finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","gate":{"decision":`+firstStep(id)+`},"task":{"report":{"status":"succeeded","result":{"n":3}}}}`))
 	f.clock.Advance(leases.Check + time.Second)
 	f.run()
 	if op := f.load(id); op.State != operation.Succeeded || string(op.Result) != `{"n":3}` {
 		t.Fatalf("%s %s", op.State, op.Result)
+	}
+}
+
+// An execution started by someone else with made-up state (issue #20, finding 1) ends with
+// an output the recorder never sealed: nothing in it is recorded, and the work is carried on
+// from the operation's facts in the next execution, whose input carries nothing of it.
+func TestAForgedExecutionOutputIsNotRecorded(t *testing.T) {
+	f := newFixture(t)
+	id := f.started(true)
+	f.exec.Finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","gate":{"decision":`+firstStep(id)+
+		`},"task":{"report":{"status":"succeeded","result":{"forged":true}}}}`))
+	f.clock.Advance(leases.Check + time.Second)
+	f.run()
+	if op := f.load(id); op.State.Terminal() || op.State == operation.OutcomeUnknown {
+		t.Fatalf("the forged output was recorded: %s %s", op.State, op.Result)
+	}
+	next, ok := f.exec.Executions()[id+"-1"]
+	if !ok {
+		t.Fatal("the work was not carried on")
+	}
+	var in recorder.Input
+	if err := json.Unmarshal(next.Input, &in); err != nil || in.Gate != nil || in.Task != nil || in.Seal == "" {
+		t.Fatalf("the next execution's input: %s (%v)", next.Input, err)
 	}
 }
 
@@ -404,7 +466,7 @@ func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
 				f.cancel(id)
 			}
 			status, output := awsEndWhenRecordFails(t, id, tc.report)
-			f.exec.Finish(id, status, output)
+			f.finish(id, status, output)
 			f.clock.Advance(leases.Cancel + leases.Check + time.Second)
 			f.run()
 			if op := f.load(id); op.State != tc.want {
@@ -516,7 +578,7 @@ func TestACaughtRunIsCarriedOn(t *testing.T) {
 			if tc.output == "" {
 				_, output = awsEndWhenRecordFails(t, id, `{"status":"continue","state":{"cursor":7}}`)
 			}
-			f.exec.Finish(id, reconcile.Succeeded, output)
+			f.finish(id, reconcile.Succeeded, output)
 			f.clock.Advance(leases.Check + time.Second)
 			if sum := f.run(); sum.Continued != 1 {
 				t.Fatalf("%+v; want the work carried on", sum)
@@ -550,7 +612,7 @@ func TestAPendingContinuationIsStarted(t *testing.T) {
 	out := `{"operationId":"` + id + `","gate":{"decision":{"next":"wait","waitSeconds":20,"request":{"operationId":"` + id +
 		`","step":2,"state":{"n":1}},"pending":{"operationId":"` + id + `","continuation":1,"gate":{"decision":{"next":"wait","waitSeconds":20,"request":{"operationId":"` +
 		id + `","step":2,"state":{"n":1}}}}}}}}`
-	f.exec.Finish(id, reconcile.Succeeded, []byte(out))
+	f.finish(id, reconcile.Succeeded, []byte(out))
 	f.clock.Advance(leases.Check + time.Second)
 	if sum := f.run(); sum.Continued != 1 {
 		t.Fatalf("%+v", sum)
@@ -596,7 +658,7 @@ func TestNothingIsDecidedWhileAStepIsLeased(t *testing.T) {
 	f := newFixture(t)
 	id := f.started(true)
 	f.leased(id, "run-1", f.clock.Now().Add(3*time.Minute))
-	f.exec.Finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","recordError":{"Error":"States.TaskFailed","Cause":"recorder: another Run has a step in flight"}}`))
+	f.finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","recordError":{"Error":"States.TaskFailed","Cause":"recorder: another Run has a step in flight"}}`))
 	v := f.load(id).Version
 	f.clock.Advance(leases.Check + time.Second)
 	if sum := f.run(); sum.Recorded != 0 || sum.Continued != 0 || f.load(id).Version != v {
@@ -696,10 +758,10 @@ func TestACarriedOnExecutionThatEndedUnnamedIsFollowed(t *testing.T) {
 	caught := func(k int) []byte {
 		return []byte(fmt.Sprintf(`{"operationId":%q,"continuation":%d,"recordError":{"Error":"States.TaskFailed","Cause":"429"}}`, id, k))
 	}
-	f.exec.Finish(id, reconcile.Succeeded, caught(0))
+	f.finish(id, reconcile.Succeeded, caught(0))
 	f.clock.Advance(leases.Check + time.Second)
 	f.run()
-	f.exec.Finish(id+"-1", reconcile.Succeeded, caught(1))
+	f.finish(id+"-1", reconcile.Succeeded, caught(1))
 	f.clock.Advance(leases.Check + time.Second)
 	if sum := f.run(); sum.Continued != 1 {
 		t.Fatalf("%+v", sum)

@@ -181,8 +181,17 @@ func (r *Recorder) Deliver(ctx context.Context, d Delivery) (Decision, error) {
 	if err := json.Unmarshal(d.Request, &req); err != nil || req.OperationID == "" || req.Step < 1 {
 		return Decision{}, fmt.Errorf("recorder: a delivery of no step request: %w", errors.Join(err, errors.New("no operation or step")))
 	}
+	if err := checkRequest(r.Seals, req); err != nil {
+		r.refused(ctx, err)
+		return Decision{}, err
+	}
 	op, err := r.Store.Load(ctx, req.OperationID)
 	if err != nil {
+		return Decision{}, err
+	}
+	if typ, ok := r.Registry.Lookup(op.Type); ok && !r.serves(typ.Worker, d.Function) {
+		err := fmt.Errorf("%w: a delivery for operation %s of type %s from function %s, not its worker's", ErrForged, op.ID, op.Type, d.Function)
+		r.refused(ctx, err)
 		return Decision{}, err
 	}
 	pk, ok, err := r.parkedOf(ctx, op)
@@ -201,7 +210,7 @@ func (r *Recorder) Deliver(ctx context.Context, d Delivery) (Decision, error) {
 	}
 	ctx, span := tracelink.Start(ctx, r.Tracer, "deliver", pk.Traceparent, tracelink.AttrOperationID.String(op.ID))
 	defer span.End()
-	rc := runContext{worker: d.Function, self: &continuation{k: pk.K, resume: pk.Resume}, run: op.Lease.Run,
+	rc := runContext{id: op.ID, worker: d.Function, self: &continuation{k: pk.K, resume: pk.Resume}, run: op.Lease.Run,
 		start: time.UnixMilli(pk.Since), park: &pk, delivered: req.Step, claimed: req.Step - 1, loaded: &op}
 	out, err := r.steps(ctx, deliveredInput(op, req, pk, d), &rc, 1)
 	if errors.Is(err, errStale) {
@@ -226,7 +235,12 @@ var errStale = errors.New("recorder: stale delivery")
 // workflow through the token. A token nobody waits on is no error: the work went on
 // elsewhere (a retried Run took the step over, or the reconciler carries it on).
 func (r *Recorder) answered(ctx context.Context, rc runContext, d Decision, err error) (Decision, error) {
-	if rc.park == nil || err != nil || d.Next == NextParked {
+	if err != nil || d.Next == NextParked {
+		return d, err
+	}
+	// The execution's output carries the answer to the reconciler, which trusts it only
+	// sealed.
+	if d, err = SealDecision(r.Seals, rc.id, d); err != nil || rc.park == nil {
 		return d, err
 	}
 	out, err := marshal(d)

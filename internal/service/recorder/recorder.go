@@ -26,6 +26,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/seal"
 	"github.com/longrun-dev/longrun/internal/core/step"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -68,6 +69,9 @@ type Decision struct {
 	Refusals int `json:"refusals,omitempty"`
 	// Refused is the last refusal's cause, for the problem if the deadline ends the work.
 	Refused string `json:"refused,omitempty"`
+	// Seal is the recorder's MAC over the rest of the decision (seals.go): the reconciler
+	// trusts an execution's output only with it.
+	Seal string `json:"seal,omitempty"`
 }
 
 // Input is the workflow's state as the recorder receives it: the execution's input
@@ -87,6 +91,10 @@ type Input struct {
 	// RecordError is what the workflow's Catch put in the state when Run kept failing
 	// (Unrecorded), the recorder's own throttling included.
 	RecordError *TaskError `json:"recordError,omitempty"`
+	// Seal is the MAC over the rest of the input of an execution that longrun started to
+	// carry work on (seals.go). Only the dispatcher's input, which names the operation and
+	// nothing else it did, goes without one.
+	Seal string `json:"seal,omitempty"`
 }
 
 // Gate holds the recorder's last decision as the workflow stored it.
@@ -168,6 +176,13 @@ type Recorder struct {
 	// Deliveries reads a payload as a Delivery of a step's end (lambdainvoke.Destination
 	// on AWS); ok is false for any other payload. nil reads none.
 	Deliveries func(raw json.RawMessage) (d Delivery, ok bool)
+	// Seals seals what the recorder hands to Step Functions and to workers, and checks it
+	// when it comes back (seals.go). Serve takes nothing without it.
+	Seals *seal.Sealer
+	// Workers maps each worker to its function's name or ARN: a Run or a delivery that
+	// names another function for an operation of the worker's types is refused (seals.go).
+	// nil takes any function (tests).
+	Workers map[string]string
 	// ParkBudget bounds how long a parked Run goes on starting steps (0: DefaultParkBudget).
 	ParkBudget time.Duration
 	// MaxEventAge is how long Lambda may keep a sent step queued before it runs or gives up
@@ -414,7 +429,13 @@ type pace struct {
 	// loaded is the operation as a delivery read it a moment ago, which the first
 	// attempt decides on (nil: read it).
 	loaded *operation.Operation
+	// worker is the function the Run sends steps to, which must be the type's (serves).
+	worker string
 }
+
+// ErrTypeNotServed is a Run's answer for an operation whose type this recorder does not
+// serve: it decides nothing, and the reconciler carries the work on.
+var ErrTypeNotServed = errors.New("recorder: operation type not served here")
 
 // ErrStepInFlight is a Run's answer when another Run of its execution holds the lease of a
 // step in flight: the workflow tries it again later, and the reconciler carries the work
@@ -577,6 +598,9 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		if op.State.Terminal() || op.State == operation.OutcomeUnknown && e.fact == nil {
 			return nil, nil // settled elsewhere: do no more work and record nothing
 		}
+		if typ, ok := r.Registry.Lookup(op.Type); ok && p.worker != "" && !r.serves(typ.Worker, p.worker) {
+			return nil, fmt.Errorf("%w: operation %s of type %s names function %s, not its worker's", ErrForged, op.ID, op.Type, p.worker)
+		}
 		var out []operation.Fact
 		add := func(f operation.Fact) {
 			f.At = now
@@ -596,6 +620,14 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			add(*e.fact)
 			recorded = e.fact
 			return out, nil
+		}
+		if _, ok := r.Registry.Lookup(op.Type); !ok {
+			// A type this recorder does not serve (a newer function admitted the work during a
+			// deployment, or the type was removed): nothing is decided here. The Run fails, or
+			// hands on the step's end it holds, so that the execution ends for the reconciler,
+			// which carries the work on once a function serves the type and settles it only
+			// past its deadline (operation.Operation.Unserved).
+			return nil, fmt.Errorf("%w: operation %s of type %s", ErrTypeNotServed, op.ID, op.Type)
 		}
 		claim, superseded := r.claim(op, p.self)
 		if superseded {
@@ -675,8 +707,8 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 }
 
 // gate decides whether step last.Step+1 may run, and builds its request. It stops the work
-// for a cancel, a passed deadline, a type no longer defined, or a worker that asks for more
-// steps than the type allows; each is recorded, and none can hide an effect: no step is in
+// for a cancel, a passed deadline, or a worker that asks for more steps than the type
+// allows; each is recorded, and none can hide an effect: no step is in
 // flight. rep is the report of the step that asked to continue (nil before the first step
 // and after a pause); resumeAt is when the wait in progress ends.
 //
@@ -701,8 +733,7 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 	}
 	typ, ok := r.Registry.Lookup(op.Type)
 	if !ok {
-		return stop(operation.KindFailed, "unsupported_operation_type", "Operation type no longer defined",
-			fmt.Sprintf("The type %s is no longer defined here, so its work cannot go on: %s.", op.Type, ran()))
+		return nil, Decision{} // handle never gates a type it does not serve
 	}
 	deadline := op.DeadlineAt(r.Leases) // fixed at admission; the lease for older histories
 	allowed := deadline.Sub(op.CreatedAt)

@@ -101,7 +101,8 @@ func newFixtureOn(t *testing.T, client *dynamodb.Client) *fixture {
 	c := &clock{t: time.Now().UTC().Truncate(time.Millisecond)}
 	gen := &ids.Generator{Now: c.Now, Entropy: rand.Reader}
 	return &fixture{t: t, store: store, clock: c,
-		rec:   &recorder.Recorder{Store: store, Registry: file.Registry(true), Now: c.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))},
+		rec: &recorder.Recorder{Store: store, Registry: file.Registry(true), Now: c.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+			Seals: testSealer(t)},
 		admit: &admission.Service{Store: store, Registry: file.Registry(true), Now: c.Now, NewID: gen.Operation}}
 }
 

@@ -60,7 +60,7 @@ const recordReserve = 20 * time.Second
 // call (the state and the worker) runs steps; the state alone is the workflow before Run, which invoked the worker itself between calls (an
 // execution started before an upgrade), and is answered as then.
 func (r *Recorder) Serve(ctx context.Context, raw json.RawMessage) (Decision, error) {
-	if r.Deliveries != nil {
+	if r.Deliveries != nil && r.Seals != nil {
 		if d, ok := r.Deliveries(raw); ok {
 			return r.Deliver(ctx, d)
 		}
@@ -69,14 +69,27 @@ func (r *Recorder) Serve(ctx context.Context, raw json.RawMessage) (Decision, er
 	if err := json.Unmarshal(raw, &call); err != nil {
 		return Decision{}, err
 	}
-	if call.Worker != "" {
-		return r.Run(ctx, call)
+	if call.Worker == "" {
+		// The workflow before Run, which invoked the worker itself between calls, is no
+		// longer served: its state says how a step ended, and nothing could tell that
+		// state from a made-up one (seals.go).
+		return Decision{}, fmt.Errorf("%w: a call with no worker (the workflow before Run) is not served", ErrForged)
 	}
-	var in Input // the state alone: none of its fields is "state" or "worker"
-	if err := json.Unmarshal(raw, &in); err != nil {
+	if r.Seals == nil {
+		return Decision{}, errors.New("recorder: no seal key: nothing can be told from a forgery")
+	}
+	if err := checkInput(r.Seals, call.State); err != nil {
+		r.refused(ctx, err)
 		return Decision{}, err
 	}
-	return r.Handle(ctx, in)
+	return r.Run(ctx, call)
+}
+
+// refused logs and counts state the recorder refused as not its own (ErrForged): someone
+// with access to longrun's functions or executions tried to act for an operation.
+func (r *Recorder) refused(ctx context.Context, err error) {
+	r.Log.ErrorContext(ctx, "refused", "error", err.Error())
+	r.metric("RefusedStates", "Count", 1)
 }
 
 // Run runs the operation's steps: before each it gates (intent, the deadline, maxSteps, as
@@ -102,7 +115,7 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 		return Decision{}, errors.New("recorder: a Run with a task token needs a Sender, Callbacks and Claims")
 	}
 	ctx, span := tracelink.Start(ctx, r.Tracer, "run", call.State.Traceparent, tracelink.AttrOperationID.String(call.State.OperationID))
-	rc := runContext{worker: call.Worker, self: call.State.self(), run: r.runID(), start: r.Now()}
+	rc := runContext{id: call.State.OperationID, worker: call.Worker, self: call.State.self(), run: r.runID(), start: r.Now()}
 	if call.Token != "" {
 		rc.park = &parked{Token: call.Token, K: rc.self.k, Resume: rc.self.resume,
 			Traceparent: call.State.Traceparent, Since: rc.start.UnixMilli()}
@@ -123,6 +136,7 @@ func (r *Recorder) Run(ctx context.Context, call Call) (_ Decision, err error) {
 // execution it runs in, its name for leases, when it began, and, when it is parked, how it
 // is resumed.
 type runContext struct {
+	id     string // the operation's
 	worker string
 	self   *continuation
 	run    string
@@ -150,7 +164,7 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		// A parked Run writes a fact per step anyway (its lease names the step), so no
 		// progress is held back.
 		p := pace{quiet: rc.park == nil && r.Now().Sub(lastProgress) < ProgressEvery, self: rc.self, run: rc.run,
-			park: rc.park, loaded: rc.loaded}
+			park: rc.park, loaded: rc.loaded, worker: rc.worker}
 		rc.loaded = nil
 		if ran > 0 {
 			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, rc, stepTimeout) }
@@ -173,6 +187,14 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		if errors.Is(err, errStale) {
 			return Decision{}, err
 		}
+		if errors.Is(err, ErrForged) {
+			// Never handed on as a step's end: the end came with a function not the type's.
+			r.refused(ctx, err)
+			return Decision{}, err
+		}
+		if errors.Is(err, ErrTypeNotServed) {
+			r.Log.WarnContext(ctx, "type not served here; left to the reconciler", "operation_id", in.OperationID, "error", err.Error())
+		}
 		if err != nil {
 			if req := in.ran(); req != nil {
 				// The step's end is only in this invocation: hand it to the workflow, which
@@ -194,7 +216,7 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		default:
 			return d.slim(), nil
 		}
-		payload, err := marshal(d.Request)
+		payload, err := sealedRequest(r.Seals, *d.Request)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -318,7 +340,8 @@ func (r *Recorder) handleRetrying(ctx context.Context, in Input, p pace) (handle
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		h, err := r.handle(ctx, in, p)
-		if err == nil || attempt == 4 || in.ran() == nil || errors.Is(err, ErrStepInFlight) || errors.Is(err, errStale) {
+		if err == nil || attempt == 4 || in.ran() == nil || errors.Is(err, ErrStepInFlight) || errors.Is(err, errStale) ||
+			errors.Is(err, ErrForged) || errors.Is(err, ErrTypeNotServed) {
 			return h, err
 		}
 		select {
@@ -373,8 +396,12 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled, rc *runCon
 		}
 	}
 	d = d.slim()
-	next := Input{OperationID: op.ID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent, Continuation: k,
-		Gate: &Gate{Decision: &d}}
+	gate := d // a copy: d may come to hold next (Pending), which must not hold d in turn
+	next, err := SealInput(r.Seals, Input{OperationID: op.ID, CorrelationID: in.CorrelationID, Traceparent: in.Traceparent,
+		Continuation: k, Gate: &Gate{Decision: &gate}})
+	if err != nil {
+		return Decision{}, err
+	}
 	payload, err := marshal(next)
 	if err != nil {
 		return Decision{}, err

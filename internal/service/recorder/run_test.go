@@ -376,15 +376,14 @@ func TestRunHandsOverAnEndItCannotRecord(t *testing.T) {
 	})
 }
 
-// Serve tells a Run call from the workflow before Run, which invoked the worker between
-// calls: an execution started before an upgrade still gets "work" decisions.
-func TestServeAnswersBothWorkflows(t *testing.T) {
+// Serve answers a Run call of the workflow, and no longer the workflow before Run (the
+// state alone, which said how a step ended with nothing to tell it from a forgery).
+func TestServeAnswersOnlyRunCalls(t *testing.T) {
 	f := newFixture(t)
 	id := f.newOp()
 	legacy, _ := json.Marshal(recorder.Input{OperationID: id})
-	d, err := f.rec.Serve(context.Background(), legacy)
-	if err != nil || d.Next != recorder.NextWork || d.Request.Step != 1 {
-		t.Fatalf("legacy: %+v %v", d, err)
+	if d, err := f.rec.Serve(context.Background(), legacy); !errors.Is(err, recorder.ErrForged) {
+		t.Fatalf("legacy: %+v %v, want ErrForged", d, err)
 	}
 	s := &script{clock: f.clock, answers: []any{`{"status":"succeeded"}`}}
 	f.rec.Invoker, f.rec.Executions = s, &executions{}
