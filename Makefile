@@ -86,7 +86,7 @@ ddb-run: deps ddb-install
 # gofmt, go.mod and go.sum as `go mod tidy` writes them, go vet, and no committed binaries
 # (.ci/no-binaries proves itself on throw-away repositories first); the contract through
 # redocly (api/redocly.yaml makes every warning an error) and through Spectral's OWASP API
-# Security ruleset (api/spectral.yaml; a warning fails it too); client/api.gen.go as `make
+# Security ruleset (api/spectral.yaml; a warning fails it too); $(CLIENT_GEN) as `make
 # generate` writes it, regenerated into a temporary folder and compared.
 lint: deps redocly-install spectral-install oapi-codegen-install
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
@@ -101,9 +101,9 @@ lint: deps redocly-install spectral-install oapi-codegen-install
 	@out=$$($(SPECTRAL_LINT) 2>&1) || { echo "$$out"; echo "spectral lint (OWASP): api/openapi.yaml has problems"; exit 1; }; \
 	  echo "spectral lint (OWASP): api/openapi.yaml: no problems"
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && { $(call client-gen,$$tmp); } || exit 1; \
-	  if ! cmp -s client/api.gen.go "$$tmp/api.gen.go"; then diff -u client/api.gen.go "$$tmp/api.gen.go" | head -40; \
-	    echo "client/api.gen.go is stale: run make generate"; exit 1; fi; \
-	  echo "client/api.gen.go: up to date"
+	  if ! cmp -s $(CLIENT_GEN) "$$tmp/api.gen.go"; then diff -u $(CLIENT_GEN) "$$tmp/api.gen.go" | head -40; \
+	    echo "$(CLIENT_GEN) is stale: run make generate"; exit 1; fi; \
+	  echo "$(CLIENT_GEN): up to date"
 
 # redocly, pinned, into its own folder of the cache (one bundled package: no install scripts
 # needed). It phones home unless told not to.
@@ -133,20 +133,22 @@ $(SPECTRAL): api/spectral/package.json api/spectral/package-lock.json | tools-ch
 	npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm) --prefix $(SPECTRAL_DIR)
 	touch $@
 
-# The generated client, client/api.gen.go: cmd/clientspec renders api/openapi.yaml as the
-# generator is to read it (docs/development.md says why), and oapi-codegen generates from
-# that with client/oapi-codegen.yaml. oapi-codegen is pinned here and installed into its own
+# The generated client, package client/api (the wire types and the raw client, which
+# package client wraps): cmd/clientspec renders api/openapi.yaml as the generator is to read
+# it (docs/development.md says why), and oapi-codegen generates $(CLIENT_GEN) from that with
+# client/api/oapi-codegen.yaml. oapi-codegen is pinned here and installed into its own
 # folder of the cache (`go install`; go.mod does not list it, and once installed it needs no
 # network). $(call client-gen,DIR) writes both into DIR.
 OAPI_CODEGEN_VERSION := v2.8.2
 OAPI_CODEGEN_DIR := $(CACHE)/oapi-codegen/$(OAPI_CODEGEN_VERSION)
 OAPI_CODEGEN     := $(OAPI_CODEGEN_DIR)/oapi-codegen
+CLIENT_GEN       := client/api/api.gen.go
 client-gen = $(GO) run ./cmd/clientspec -o $(1)/openapi.yaml && \
-  $(OAPI_CODEGEN) -config client/oapi-codegen.yaml -o $(1)/api.gen.go $(1)/openapi.yaml
+  $(OAPI_CODEGEN) -config client/api/oapi-codegen.yaml -o $(1)/api.gen.go $(1)/openapi.yaml
 generate: oapi-codegen-install
 	@mkdir -p $(CACHE)/client
 	$(call client-gen,$(CACHE)/client)
-	cp $(CACHE)/client/api.gen.go client/api.gen.go
+	cp $(CACHE)/client/api.gen.go $(CLIENT_GEN)
 
 oapi-codegen-install: $(OAPI_CODEGEN)
 $(OAPI_CODEGEN):

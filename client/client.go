@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/longrun-dev/longrun/client/api"
 )
 
 // Client is longrun's API client: admission with an idempotency key and safe retries
@@ -158,11 +160,12 @@ func New(baseURL string, opts *ClientOptions) (*Client, error) {
 	return c, nil
 }
 
-// Raw returns the generated client of the whole contract (every route, every status as
-// its own field), sending through this Client's HTTP client with its authentication and
-// User-Agent but without its retries: the way to a response this Client does not wrap.
-func (c *Client) Raw() *ClientWithResponses {
-	raw, err := NewClientWithResponses(c.server, WithHTTPClient(rawDoer{c}))
+// Raw returns the generated client of the whole contract (package client/api: every route,
+// every status as its own field), sending through this Client's HTTP client with its
+// authentication and User-Agent but without its retries: the way to a route or a response
+// this Client does not wrap.
+func (c *Client) Raw() *api.ClientWithResponses {
+	raw, err := api.NewClientWithResponses(c.server, api.WithHTTPClient(rawDoer{c}))
 	if err != nil { // NewClient fails only through an option that fails
 		panic(err)
 	}
@@ -338,7 +341,7 @@ func (c *Client) Get(ctx context.Context, id string) (*Operation, error) {
 	if id == "" {
 		return nil, errors.New("longrun: Get: empty operation id")
 	}
-	return c.operation(ctx, transient, nil, func() (*http.Request, error) { return NewGetOperationRequest(c.server, id) })
+	return c.operation(ctx, transient, nil, func() (*http.Request, error) { return api.NewGetOperationRequest(c.server, id) })
 }
 
 // operation sends the request build makes (with body, for signing), retrying as again says,
@@ -381,14 +384,14 @@ func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOptions) (*O
 	if id == "" {
 		return nil, errors.New("longrun: Cancel: empty operation id")
 	}
-	params := &CancelOperationParams{}
+	params := &api.CancelOperationParams{}
 	again := retryable(transient)
 	if opts != nil && opts.IfVersion != nil {
 		etag := `"` + strconv.Itoa(*opts.IfVersion) + `"`
 		params.IfMatch = &etag
 		again = uncommitted
 	}
-	return c.operation(ctx, again, nil, func() (*http.Request, error) { return NewCancelOperationRequest(c.server, id, params) })
+	return c.operation(ctx, again, nil, func() (*http.Request, error) { return api.NewCancelOperationRequest(c.server, id, params) })
 }
 
 // Resolve records an operator's reconciliation of an operation in outcome_unknown (POST
@@ -404,16 +407,18 @@ func (c *Client) Resolve(ctx context.Context, id string, req ResolveRequest) (*O
 		return nil, fmt.Errorf("longrun: Resolve: encoding the request: %w", err)
 	}
 	return c.operation(ctx, uncommitted, body, func() (*http.Request, error) {
-		return NewResolveOperationRequestWithBody(c.server, id, "application/json", bytes.NewReader(body))
+		return api.NewResolveOperationRequestWithBody(c.server, id, "application/json", bytes.NewReader(body))
 	})
 }
 
 // Types lists the operation types the API admits, sorted by name (GET /v1/operation-types),
 // each with the JSON Schema an admission's input must satisfy.
 func (c *Client) Types(ctx context.Context) ([]OperationType, error) {
-	var list OperationTypeList
+	var list struct {
+		Items []OperationType `json:"items"`
+	}
 	err := c.do(ctx, transient, nil, func(ctx context.Context) error {
-		_, body, err := c.send(ctx, func() (*http.Request, error) { return NewListOperationTypesRequest(c.server) }, nil)
+		_, body, err := c.send(ctx, func() (*http.Request, error) { return api.NewListOperationTypesRequest(c.server) }, nil)
 		if err != nil {
 			return err
 		}
@@ -436,7 +441,7 @@ func (c *Client) Type(ctx context.Context, name string) (*OperationType, error) 
 	}
 	var t OperationType
 	err := c.do(ctx, transient, nil, func(ctx context.Context) error {
-		_, body, err := c.send(ctx, func() (*http.Request, error) { return NewGetOperationTypeRequest(c.server, name) }, nil)
+		_, body, err := c.send(ctx, func() (*http.Request, error) { return api.NewGetOperationTypeRequest(c.server, name) }, nil)
 		if err != nil {
 			return err
 		}

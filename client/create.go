@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/longrun-dev/longrun/client/api"
 )
 
 // CreateRequest is an admission: an operation of Type with Input, under an idempotency key.
@@ -77,11 +79,11 @@ func (c *Client) Create(ctx context.Context, req CreateRequest, opts *CreateOpti
 	if c.retry.RetryQuotaExceeded {
 		again = func(err error) bool { return transient(err) || IsCode(err, ErrorCodeQuotaExceeded) }
 	}
-	params := &AdmitOperationParams{IdempotencyKey: key}
+	params := &api.AdmitOperationParams{IdempotencyKey: key}
 	var op *Operation
 	err = c.do(ctx, again, w, func(ctx context.Context) error {
 		resp, b, err := c.send(ctx, func() (*http.Request, error) {
-			return NewAdmitOperationRequestWithBody(c.server, params, "application/json", bytes.NewReader(body))
+			return api.NewAdmitOperationRequestWithBody(c.server, params, "application/json", bytes.NewReader(body))
 		}, body)
 		if err != nil {
 			return err

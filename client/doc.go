@@ -23,7 +23,7 @@
 // func iterator, or a Pager), Types and Type describe the operation types and their input
 // schemas, and Resolve is the operator's settlement of an outcome_unknown operation.
 //
-// A Poller (BeginCreate, NewPoller) follows the operation's Location and statusUrl, never a
+// A Poller (BeginCreate, NewPoller, NewPollerFromResumeToken) follows the operation's Location and statusUrl, never a
 // URL it builds; it waits what Retry-After asks for, or else an exponential backoff with
 // full jitter, tolerates a bounded number of consecutive transient failures, reports every
 // change through PollOptions.OnChange, and stops at succeeded, failed, canceled and
@@ -42,20 +42,21 @@
 // Every wait and timestamp goes through ClientOptions.Clock, and jitter through
 // ClientOptions.Rand, so tests inject both and nothing sleeps for real.
 //
+// # Resuming
+//
+// Poller.ResumeToken is an opaque, versioned token of where a Poller is (the status URL it
+// reads next, the version it has seen), with no credentials in it: keep it with the job
+// that waits, and Client.NewPollerFromResumeToken goes on from it, in this process or
+// another, with a client of the same base URL.
+//
 // # The generated half
 //
-// Every schema of the contract is a type here (Accepted, OperationRepresentation,
-// OperationList, Problem, Progress, the request bodies AdmissionRequest and
-// ResolveRequest, …), every enum a set of constants (State, ErrorCode), and every route a
-// method of ClientWithResponses (NewClientWithResponses; Client.Raw returns one sending
-// through the Client's transport and authentication), which decodes the body into the type
-// its status declares (JSON202 for an admission, ApplicationProblemJSON409 for a conflict,
-// …) and parses the headers the contract declares. RawClient (NewClient) is the same
-// without the decoding.
-//
-// api.gen.go is generated: `make generate` writes it (oapi-codegen, from the view of the
-// contract cmd/clientspec renders for it, with oapi-codegen.yaml and the renames of
-// oapi-overlay.yaml), and `make lint` fails when it is stale. Do not edit it. The package
-// imports none of longrun's internal packages, so any module can
+// Package client/api is the contract as oapi-codegen writes it: a type for every schema,
+// constants for every enum, and a raw client with a method for every route, decoding every
+// status into a field of its own. Client.Raw returns that raw client, sending through this
+// Client's HTTP client, authentication and User-Agent, for a route or a response this
+// package does not wrap. This package hands its callers only its own types (Operation,
+// State, Progress, OperationType, …), written to the same schemas and held to them by its
+// tests; it imports none of longrun's internal packages, so any module can
 // `go get github.com/longrun-dev/longrun/client`.
 package client

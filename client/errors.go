@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/longrun-dev/longrun/client/api"
 )
 
 // ProblemError is an error response of the API: every status of 400 and above. Its Code is
@@ -164,14 +166,14 @@ func problemFrom(resp *http.Response, body []byte, now time.Time) *ProblemError 
 		return pe
 	}
 	var p struct {
-		Problem
+		api.Problem
 		Message string `json:"message"` // API Gateway's own errors
 	}
 	if err := json.Unmarshal(body, &p); err != nil {
 		pe.Detail = snippet(body)
 		return pe
 	}
-	pe.Code, pe.Type, pe.Title, pe.Detail = p.Code, p.Type, p.Title, p.Detail
+	pe.Code, pe.Type, pe.Title, pe.Detail = ErrorCode(p.Code), p.Type, p.Title, p.Detail
 	if pe.Detail == "" {
 		pe.Detail = p.Message
 	}
@@ -179,7 +181,9 @@ func problemFrom(resp *http.Response, body []byte, now time.Time) *ProblemError 
 		pe.OperationID = *p.OperationID
 	}
 	if p.Errors != nil {
-		pe.Fields = *p.Errors
+		for _, f := range *p.Errors {
+			pe.Fields = append(pe.Fields, FieldError{Pointer: f.Pointer, Detail: f.Detail})
+		}
 	}
 	if pe.RequestID == "" {
 		pe.RequestID = p.RequestID

@@ -16,64 +16,6 @@ import (
 	"github.com/longrun-dev/longrun/client"
 )
 
-// Admit a demo.task and read the 202: the operation's id, its state and where to poll.
-// The server stands in for the API, answering as the contract says.
-func ExampleClientWithResponses_AdmitOperationWithResponse() {
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Type  string `json:"type"`
-			Input struct {
-				Target string `json:"target"`
-			} `json:"input"`
-		}
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/operations" || r.Header.Get("Authorization") != "Bearer alice-dev-token" ||
-			r.Header.Get("Idempotency-Key") == "" || json.NewDecoder(r.Body).Decode(&req) != nil {
-			http.Error(w, "not what the example sends", http.StatusTeapot)
-			return
-		}
-		const id = "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3"
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Location", "/v1/operations/"+id)
-		w.Header().Set("Retry-After", "1")
-		w.Header().Set("X-Request-Id", "req_01JDY3Q4W5E6R7T8Y9V0A1B2C4")
-		w.WriteHeader(http.StatusAccepted)
-		_ = json.NewEncoder(w).Encode(map[string]string{
-			"operationId": id, "type": req.Type, "target": req.Input.Target, "state": "accepted",
-			"statusUrl": "/v1/operations/" + id, "createdAt": "2026-11-30T10:00:00Z",
-		})
-	}))
-	defer api.Close()
-
-	c, err := client.NewClientWithResponses(api.URL, client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.Header.Set("Authorization", "Bearer alice-dev-token")
-		return nil
-	}))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	// The input is validated against demo.task's inputSchema (GetOperationType says what it is).
-	body := client.AdmissionRequest{Type: "demo.task", Input: map[string]any{"target": "invoice-42"}}
-	resp, err := c.AdmitOperationWithResponse(context.Background(),
-		&client.AdmitOperationParams{IdempotencyKey: "8e03978e-40d5-43e8-bc93-6894a57f9324"}, body)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	accepted := resp.JSON202
-	if accepted == nil {
-		fmt.Println("not admitted:", resp.Status())
-		return
-	}
-	fmt.Println(resp.StatusCode(), accepted.State, accepted.OperationID, accepted.Type, accepted.Target)
-	fmt.Println("created", accepted.CreatedAt.Format("2006-01-02 15:04:05 MST"))
-	fmt.Printf("poll %s in %d s\n", resp.Headers202.Location, resp.Headers202.RetryAfter)
-	// Output:
-	// 202 accepted op_01JDY3Q4W5E6R7T8Y9V0A1B2C3 demo.task invoice-42
-	// created 2026-11-30 10:00:00 UTC
-	// poll /v1/operations/op_01JDY3Q4W5E6R7T8Y9V0A1B2C3 in 1 s
-}
-
 // Admit a demo.task and follow it to its end: the poller follows the admission's Location,
 // reports each change once and returns the operation as it ended.
 func ExampleClient_BeginCreate() {
@@ -184,6 +126,99 @@ func ExampleClient_List() {
 	// op_01JDY3Q4W5E6R7T8Y9V0A1B2C5 demo:invoice-3 accepted
 	// op_01JDY3Q4W5E6R7T8Y9V0A1B2C4 demo:invoice-2 accepted
 	// op_01JDY3Q4W5E6R7T8Y9V0A1B2C3 demo:invoice-1 accepted
+}
+
+// Keep a poller's resume token with the job that waits, and go on polling from it after a
+// restart: the new poller reads the same status URL and follows the operation to its end.
+// The token carries no credentials; the new client authenticates with its own.
+func ExamplePoller_ResumeToken() {
+	api := standIn()
+	defer api.Close()
+
+	ctx := context.Background()
+	c, err := client.New(api.URL, &client.ClientOptions{Auth: client.BearerToken("alice-dev-token")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	poller, err := c.BeginCreate(ctx, client.CreateRequest{Type: "demo.task", Input: map[string]any{"target": "invoice-42"}}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := poller.Poll(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	token, err := poller.ResumeToken() // store it: a file, a database row, a queue message
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// Later, perhaps in another process: a client of the same API, the token, and on.
+	later, err := client.New(api.URL, &client.ClientOptions{Auth: client.BearerToken("alice-dev-token")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resumed, err := later.NewPollerFromResumeToken(token)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("resuming", resumed.Operation().OperationID)
+	op, err := resumed.PollUntilDone(ctx, &client.PollOptions{MinDelay: time.Millisecond})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(op.State, "after", op.Version, "facts")
+	// Output:
+	// resuming op_01JDY3Q4W5E6R7T8Y9V0A1B2C3
+	// succeeded after 5 facts
+}
+
+// Reach a route or a status the Client does not wrap through its raw half, package
+// client/api: the same HTTP client, authentication and User-Agent, every status decoded into
+// its own field, and no retries.
+func ExampleClient_Raw() {
+	api := standIn()
+	defer api.Close()
+
+	ctx := context.Background()
+	c, err := client.New(api.URL, &client.ClientOptions{Auth: client.BearerToken("alice-dev-token")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	op, err := c.Create(ctx, client.CreateRequest{Type: "demo.task", Input: map[string]any{"target": "invoice-42"}}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp, err := c.Raw().GetOperationWithResponse(ctx, op.OperationID)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if resp.JSON200 == nil {
+		fmt.Println("not read:", resp.Status())
+		return
+	}
+	fmt.Println(resp.StatusCode(), resp.JSON200.State, "version", resp.JSON200.Version, "ETag", resp.Headers200.ETag)
+
+	resp, err = c.Raw().GetOperationWithResponse(ctx, "op_01JDY3Q4W5E6R7T8Y9V0A1B2C9")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if p := resp.ApplicationProblemJSON404; p != nil {
+		fmt.Println(resp.StatusCode(), p.Code)
+	}
+	// Output:
+	// 200 accepted version 1 ETag "1"
+	// 404 not_found
 }
 
 func progress(op client.Operation) string {

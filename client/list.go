@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+
+	"github.com/longrun-dev/longrun/client/api"
 )
 
 // ListOptions filter and page GET /v1/operations. Zero fields are unset.
@@ -35,7 +37,7 @@ var ErrNoMorePages = errors.New("longrun: no more pages")
 // safe for concurrent use.
 type Pager struct {
 	c      *Client
-	params ListOperationsParams
+	params api.ListOperationsParams
 	done   bool
 }
 
@@ -45,7 +47,7 @@ func (c *Client) NewListPager(opts *ListOptions) *Pager {
 	p := &Pager{c: c}
 	if opts != nil {
 		if opts.State != "" {
-			s := opts.State
+			s := api.State(opts.State)
 			p.params.State = &s
 		}
 		if opts.Type != "" {
@@ -76,7 +78,7 @@ func (p *Pager) NextPage(ctx context.Context) (*Page, error) {
 	params := p.params
 	var page Page
 	err := p.c.do(ctx, transient, nil, func(ctx context.Context) error {
-		resp, body, err := p.c.send(ctx, func() (*http.Request, error) { return NewListOperationsRequest(p.c.server, &params) }, nil)
+		resp, body, err := p.c.send(ctx, func() (*http.Request, error) { return api.NewListOperationsRequest(p.c.server, &params) }, nil)
 		if err != nil {
 			return err
 		}

@@ -89,23 +89,6 @@ func (o *Operation) Err() error {
 	return nil
 }
 
-// IsTerminal reports whether s is terminal in the contract's sense: succeeded, failed or
-// canceled. Nothing follows a terminal state.
-func (s State) IsTerminal() bool {
-	switch s {
-	case StateSucceeded, StateFailed, StateCanceled:
-		return true
-	}
-	return false
-}
-
-// IsDone reports whether waiting for an operation in state s is over: s is terminal, or
-// outcome_unknown, which is not terminal but changes only when an operator resolves it.
-// The Poller stops at exactly these states.
-func (s State) IsDone() bool {
-	return s.IsTerminal() || s == StateOutcomeUnknown
-}
-
 // withHeaders fills in what the response's headers say.
 func (o *Operation) withHeaders(h http.Header, now time.Time) {
 	o.ETag = h.Get("ETag")

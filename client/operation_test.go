@@ -19,14 +19,73 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/longrun-dev/longrun/client"
+	ct "github.com/longrun-dev/longrun/client/internal/contracttest"
 )
 
-// TestOperationCarriesEveryProperty: the hand-written Operation has a field for every
-// property of the contract's Operation schema (by JSON name, required ones never omitted
-// when empty) and no other JSON field, as the generated type is held to it.
-func TestOperationCarriesEveryProperty(t *testing.T) {
-	doc := contract(t)
-	checkStruct(t, "hand-written Operation", reflect.TypeFor[client.Operation](), doc.Components.Schemas["Operation"].Value)
+// handWritten names, for every schema of the contract package client hands to its callers,
+// the hand-written type that carries it.
+var handWritten = map[string]reflect.Type{
+	"Operation":        reflect.TypeFor[client.Operation](),
+	"OperationProblem": reflect.TypeFor[client.OperationProblem](),
+	"Progress":         reflect.TypeFor[client.Progress](),
+	"FieldError":       reflect.TypeFor[client.FieldError](),
+	"OperationType":    reflect.TypeFor[client.OperationType](),
+	"ResolveRequest":   reflect.TypeFor[client.ResolveRequest](),
+}
+
+// TestHandWrittenTypesCarryEveryProperty: each hand-written type has a field for every
+// property of its schema (by JSON name, required ones never omitted when empty), accepts
+// every value of the schema's enums (State, ResolveOutcome), and has no other JSON field, as
+// the generated types are held to the contract.
+func TestHandWrittenTypesCarryEveryProperty(t *testing.T) {
+	doc := ct.Contract(t)
+	for _, name := range slices.Sorted(maps.Keys(handWritten)) {
+		t.Run(name, func(t *testing.T) {
+			s := doc.Components.Schemas[name]
+			if s == nil {
+				t.Fatalf("the contract has no schema %s", name)
+			}
+			ct.CheckStruct(t, "hand-written "+name, handWritten[name], s.Value)
+		})
+	}
+}
+
+// TestEnumsAreTheContracts: the constants of State, ErrorCode and ResolveOutcome in
+// types.go are exactly the values of the contract's enums, each Valid, and nothing else is.
+func TestEnumsAreTheContracts(t *testing.T) {
+	doc := ct.Contract(t)
+	resolve := doc.Components.Schemas["ResolveRequest"].Value.Properties["outcome"].Value
+	for _, c := range []struct {
+		typ    string
+		schema *openapi3.Schema
+		valid  func(string) bool
+	}{
+		{"State", doc.Components.Schemas["State"].Value, func(v string) bool { return client.State(v).Valid() }},
+		{"ErrorCode", doc.Components.Schemas["ErrorCode"].Value, func(v string) bool { return client.ErrorCode(v).Valid() }},
+		{"ResolveOutcome", resolve, func(v string) bool { return client.ResolveOutcome(v).Valid() }},
+	} {
+		t.Run(c.typ, func(t *testing.T) {
+			var want []string
+			for _, v := range c.schema.Enum {
+				want = append(want, v.(string))
+			}
+			if len(want) < 2 {
+				t.Fatalf("the contract's %s has %d values", c.typ, len(want))
+			}
+			got := slices.Sorted(maps.Keys(constants(t, "types.go", c.typ)))
+			if slices.Sort(want); !slices.Equal(got, want) {
+				t.Errorf("%s constants: %v, the contract's enum: %v", c.typ, got, want)
+			}
+			for _, v := range want {
+				if !c.valid(v) {
+					t.Errorf("%s(%q).Valid() is false", c.typ, v)
+				}
+			}
+			if c.valid("") || c.valid("no_such_"+strings.ToLower(c.typ)) {
+				t.Errorf("%s.Valid accepts a value the contract does not have", c.typ)
+			}
+		})
+	}
 }
 
 // examplesOf collects the examples of every response whose body is the named schema.
@@ -51,7 +110,7 @@ func examplesOf(doc *openapi3.T, schema string) map[string]any {
 // it decodes into Operation with encoding/json with no member left over and encodes back to
 // the same JSON.
 func TestSpecRepresentationsDecode(t *testing.T) {
-	doc := contract(t)
+	doc := ct.Contract(t)
 	examples := examplesOf(doc, "Operation")
 	if len(examples) < 3 {
 		t.Fatalf("only %d representation examples in the contract", len(examples))
@@ -59,7 +118,7 @@ func TestSpecRepresentationsDecode(t *testing.T) {
 	for name, value := range examples {
 		t.Run(name, func(t *testing.T) {
 			want := value.(map[string]any)
-			roundTrip(t, name, reflect.TypeFor[client.Operation](), value)
+			ct.RoundTrip(t, name, reflect.TypeFor[client.Operation](), value)
 
 			_, srv := newScript(t, []string{"/v1/operations/" + want["operationId"].(string)}, func(w http.ResponseWriter, r *http.Request) {
 				retry := -1
@@ -208,7 +267,7 @@ func TestEveryEndStateDecodes(t *testing.T) {
 // TestSpecAdmissionExampleDecodes: the contract's 202 examples come out of Create as an
 // accepted Operation with the Location, the key and the replay flag.
 func TestSpecAdmissionExampleDecodes(t *testing.T) {
-	doc := contract(t)
+	doc := ct.Contract(t)
 	examples := examplesOf(doc, "Accepted")
 	if len(examples) == 0 {
 		t.Fatal("no admission examples in the contract")
@@ -263,19 +322,15 @@ func errorCodes(t *testing.T, doc *openapi3.T) (codes []string, statusOf map[str
 
 // TestEveryProblemCodeDecodes: each code of the contract's ErrorCode enum, answered with the
 // status the contract ties it to, is a *ProblemError with that Code and Status (IsCode
-// agrees, Retry-After is read), and has its named constant in the generated code.
+// agrees, Retry-After is read).
 func TestEveryProblemCodeDecodes(t *testing.T) {
-	doc := contract(t)
+	doc := ct.Contract(t)
 	codes, statusOf := errorCodes(t, doc)
-	constants := generatedConstants(t, "ErrorCode")
 	for _, code := range codes {
 		t.Run(code, func(t *testing.T) {
 			c := client.ErrorCode(code)
 			if !c.Valid() {
 				t.Errorf("ErrorCode(%q).Valid() is false", code)
-			}
-			if constants[code] == "" {
-				t.Errorf("api.gen.go has no ErrorCode constant for %q", code)
 			}
 			if problemStatus[c] != statusOf[code] || statusOf[code] == 0 {
 				t.Fatalf("status of %s: the contract says %d, the tests' table %d", code, statusOf[code], problemStatus[c])
@@ -302,10 +357,10 @@ func TestEveryProblemCodeDecodes(t *testing.T) {
 	}
 }
 
-// generatedConstants maps the value of every constant of type typ in api.gen.go to its name.
-func generatedConstants(t *testing.T, typ string) map[string]string {
+// constants maps the value of every constant of type typ declared in file to its name.
+func constants(t *testing.T, file, typ string) map[string]string {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "api.gen.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +386,7 @@ func generatedConstants(t *testing.T, typ string) map[string]string {
 // TestSpecProblemExamplesDecode: every problem among the contract's examples comes out as a
 // *ProblemError with its code, title, detail, request id, operation id and fields.
 func TestSpecProblemExamplesDecode(t *testing.T) {
-	doc := contract(t)
+	doc := ct.Contract(t)
 	n := 0
 	for _, name := range slices.Sorted(maps.Keys(doc.Components.Responses)) {
 		media := doc.Components.Responses[name].Value.Content["application/problem+json"]

@@ -19,8 +19,9 @@ import (
 // stops at an answer polling cannot change, 401, 403, 404 (another 4xx but 408 and 429
 // too), returned as its *ProblemError, from then on by Result as well.
 //
-// A Poller is not safe for concurrent use. To resume polling elsewhere (another process),
-// keep the operation's StatusURL and pass &Operation{StatusURL: saved} to NewPoller.
+// A Poller is not safe for concurrent use. To go on polling later or elsewhere (after a
+// restart, in another process), keep its ResumeToken and pass it to
+// Client.NewPollerFromResumeToken.
 type Poller struct {
 	c        *Client
 	next     *url.URL   // where the next poll reads

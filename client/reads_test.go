@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/longrun-dev/longrun/client"
+	ct "github.com/longrun-dev/longrun/client/internal/contracttest"
 )
 
 // pages serves GET /v1/operations in pages of the given sizes, chained by cursors, and
@@ -209,7 +210,7 @@ func TestGetRetriesTransientFailures(t *testing.T) {
 
 // TestTypes: the contract's type list and type examples come out of Types and Type.
 func TestTypes(t *testing.T) {
-	doc := contract(t)
+	doc := ct.Contract(t)
 	list := doc.Components.Responses["OperationTypeList"].Value.Content["application/json"].Examples["builtin"].Value.Value
 	one := doc.Components.Responses["OperationType"].Value.Content["application/json"].Examples["exportOrders"].Value.Value
 	_, srv := newScript(t, []string{"/v1/operation-types", "/v1/operation-types/export.orders"}, func(w http.ResponseWriter, r *http.Request) {
@@ -256,7 +257,7 @@ func TestResolve(t *testing.T) {
 	)
 	c := newClient(t, srv, newClock(), nil)
 	result := map[string]any{"rowCount": 1234}
-	op, err := c.Resolve(context.Background(), opID, client.ResolveRequest{Outcome: client.ResolveRequestOutcomeSucceeded, Reason: "Confirmed.", Result: &result})
+	op, err := c.Resolve(context.Background(), opID, client.ResolveRequest{Outcome: client.ResolveSucceeded, Reason: "Confirmed.", Result: result})
 	if err != nil || op.State != client.StateSucceeded {
 		t.Fatalf("%+v, %v", op, err)
 	}
@@ -264,7 +265,7 @@ func TestResolve(t *testing.T) {
 		t.Errorf("sent %v", body)
 	}
 	var te *client.TransportError
-	if _, err := c.Resolve(context.Background(), opID, client.ResolveRequest{Outcome: client.ResolveRequestOutcomeFailed, Reason: "x"}); !errors.As(err, &te) || s.count() != 2 {
+	if _, err := c.Resolve(context.Background(), opID, client.ResolveRequest{Outcome: client.ResolveFailed, Reason: "x"}); !errors.As(err, &te) || s.count() != 2 {
 		t.Errorf("got %v after %d requests", err, s.count())
 	}
 }

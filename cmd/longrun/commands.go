@@ -228,7 +228,7 @@ func (c *cli) resolve(fs *flag.FlagSet) runner {
 	title := fs.String("problem-title", "", "with -problem-code: the problem's title")
 	detail := fs.String("problem-detail", "", "with -problem-code: the problem's detail")
 	return func(ctx context.Context, x *invocation, pos []string) int {
-		o := client.ResolveRequestOutcome(*outcome)
+		o := client.ResolveOutcome(*outcome)
 		switch {
 		case len(pos) != 1:
 			return x.usageError("takes one operation id")
@@ -236,9 +236,9 @@ func (c *cli) resolve(fs *flag.FlagSet) runner {
 			return x.usageError("-outcome is succeeded or failed")
 		case strings.TrimSpace(*reason) == "":
 			return x.usageError("-reason is required")
-		case *result != "" && o != client.ResolveRequestOutcomeSucceeded:
+		case *result != "" && o != client.ResolveSucceeded:
 			return x.usageError("-result goes with -outcome succeeded")
-		case (*code != "" || *title != "" || *detail != "") && o != client.ResolveRequestOutcomeFailed:
+		case (*code != "" || *title != "" || *detail != "") && o != client.ResolveFailed:
 			return x.usageError("-problem-* go with -outcome failed")
 		case (*code == "") != (*title == "") || (*detail != "" && *code == ""):
 			return x.usageError("-problem-code and -problem-title go together (-problem-detail with them)")
@@ -255,7 +255,7 @@ func (c *cli) resolve(fs *flag.FlagSet) runner {
 			if err := dec.Decode(&m); err != nil {
 				return x.usageError("-result: %v", err)
 			}
-			req.Result = &m
+			req.Result = m
 		}
 		if *code != "" {
 			req.Problem = &client.OperationProblem{Type: "https://longrun.dev/problems/" + *code, Code: *code, Title: *title, Detail: *detail}

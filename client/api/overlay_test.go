@@ -1,4 +1,4 @@
-package client_test
+package api_test
 
 import (
 	"maps"
@@ -9,16 +9,16 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
-	"github.com/longrun-dev/longrun/api"
+	contract "github.com/longrun-dev/longrun/api"
 )
 
-// TestOverlayOnlyRenames holds oapi-overlay.yaml to what its header says: its actions add
+// TestOverlayOnlyNames holds oapi-overlay.yaml to what its header says: its actions add
 // x-go-name (a Go name, nothing on the wire) or put back a `description` written beside a
 // `$ref` (which oapi-codegen drops when it applies an overlay), each exactly the contract's;
 // and every such description of the contract is put back.
-func TestOverlayOnlyRenames(t *testing.T) {
+func TestOverlayOnlyNames(t *testing.T) {
 	var doc any
-	if err := yaml.Unmarshal(api.OpenAPI(), &doc); err != nil {
+	if err := yaml.Unmarshal(contract.OpenAPI(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{} // target → the contract's description beside a $ref
@@ -56,8 +56,10 @@ func TestOverlayOnlyRenames(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &overlay); err != nil {
 		t.Fatal(err)
 	}
+	if len(overlay.Actions) == 0 {
+		t.Fatal("oapi-overlay.yaml has no actions")
+	}
 	got := map[string]string{}
-	renames := 0
 	for _, a := range overlay.Actions {
 		if a.Remove {
 			t.Errorf("%s: the overlay removes", a.Target)
@@ -65,16 +67,12 @@ func TestOverlayOnlyRenames(t *testing.T) {
 		for k, v := range a.Update {
 			switch k {
 			case "x-go-name":
-				renames++
 			case "description":
 				got[a.Target] = v.(string)
 			default:
 				t.Errorf("%s: the overlay sets %s, which is more than a name", a.Target, k)
 			}
 		}
-	}
-	if renames == 0 {
-		t.Error("the overlay renames nothing")
 	}
 	for _, target := range slices.Sorted(maps.Keys(want)) {
 		if strings.Contains(target, "[]") {

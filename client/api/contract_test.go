@@ -1,9 +1,6 @@
-package client_test
+package api_test
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
@@ -13,8 +10,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/longrun-dev/longrun/api"
-	"github.com/longrun-dev/longrun/client"
+	"github.com/longrun-dev/longrun/client/api"
+	ct "github.com/longrun-dev/longrun/client/internal/contracttest"
 )
 
 // These tests hold the generated code to the contract, api/openapi.yaml: a property,
@@ -24,99 +21,33 @@ import (
 // schemaTypes names, for every object schema of the contract, the generated type that
 // carries it. A new object schema fails TestEverySchemaHasAType until it is listed here.
 var schemaTypes = map[string]any{
-	"Accepted":          client.Accepted{},
-	"AdmissionRequest":  client.AdmissionRequest{},
-	"FieldError":        client.FieldError{},
-	"Operation":         client.OperationRepresentation{},
-	"OperationList":     client.OperationList{},
-	"OperationProblem":  client.OperationProblem{},
-	"OperationType":     client.OperationType{},
-	"OperationTypeList": client.OperationTypeList{},
-	"Problem":           client.Problem{},
-	"Progress":          client.Progress{},
-	"ResolveRequest":    client.ResolveRequest{},
+	"Accepted":          api.Accepted{},
+	"AdmissionRequest":  api.AdmissionRequest{},
+	"FieldError":        api.FieldError{},
+	"Operation":         api.Operation{},
+	"OperationList":     api.OperationList{},
+	"OperationProblem":  api.OperationProblem{},
+	"OperationType":     api.OperationType{},
+	"OperationTypeList": api.OperationTypeList{},
+	"Problem":           api.Problem{},
+	"Progress":          api.Progress{},
+	"ResolveRequest":    api.ResolveRequest{},
 	// The per-response problems: Problem, with `code` narrowed (which the client leaves to
 	// the server).
-	"AdmissionBadRequestProblem":  client.AdmissionBadRequestProblem{},
-	"AdmissionConflictProblem":    client.AdmissionConflictProblem{},
-	"AlreadyTerminalProblem":      client.AlreadyTerminalProblem{},
-	"ForbiddenProblem":            client.ForbiddenProblem{},
-	"InternalProblem":             client.InternalProblem{},
-	"InvalidInputProblem":         client.InvalidInputProblem{},
-	"MethodNotAllowedProblem":     client.MethodNotAllowedProblem{},
-	"NotFoundProblem":             client.NotFoundProblem{},
-	"PayloadTooLargeProblem":      client.PayloadTooLargeProblem{},
-	"QuotaExceededProblem":        client.QuotaExceededProblem{},
-	"UnauthenticatedProblem":      client.UnauthenticatedProblem{},
-	"UnavailableProblem":          client.UnavailableProblem{},
-	"UnsupportedMediaTypeProblem": client.UnsupportedMediaTypeProblem{},
-	"VersionMismatchProblem":      client.VersionMismatchProblem{},
-}
-
-func contract(t *testing.T) *openapi3.T {
-	t.Helper()
-	loader := openapi3.NewLoader()
-	loader.IsExternalRefsAllowed = false
-	doc, err := loader.LoadFromData(api.OpenAPI())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return doc
-}
-
-// property is one property of a schema with every definition of it: the schema's own and
-// its allOf members' (transitively), in that order.
-type property struct {
-	defs     []*openapi3.SchemaRef
-	required bool
-}
-
-func properties(s *openapi3.Schema) map[string]*property {
-	out := map[string]*property{}
-	var walk func(s *openapi3.Schema)
-	walk = func(s *openapi3.Schema) {
-		for name, def := range s.Properties {
-			if out[name] == nil {
-				out[name] = &property{}
-			}
-			out[name].defs = append(out[name].defs, def)
-		}
-		for _, m := range s.AllOf {
-			walk(m.Value)
-		}
-	}
-	walk(s)
-	var req func(s *openapi3.Schema)
-	req = func(s *openapi3.Schema) {
-		for _, name := range s.Required {
-			if p := out[name]; p != nil {
-				p.required = true
-			}
-		}
-		for _, m := range s.AllOf {
-			req(m.Value)
-		}
-	}
-	req(s)
-	return out
-}
-
-// jsonFields are a struct's fields by their JSON name, promoted ones included.
-func jsonFields(t reflect.Type) map[string]reflect.StructField {
-	out := map[string]reflect.StructField{}
-	for _, f := range reflect.VisibleFields(t) {
-		tag, ok := f.Tag.Lookup("json")
-		if !f.IsExported() || f.Anonymous || !ok {
-			continue
-		}
-		if name, _, _ := strings.Cut(tag, ","); name != "-" {
-			out[name] = f
-		}
-	}
-	return out
+	"AdmissionBadRequestProblem":  api.AdmissionBadRequestProblem{},
+	"AdmissionConflictProblem":    api.AdmissionConflictProblem{},
+	"AlreadyTerminalProblem":      api.AlreadyTerminalProblem{},
+	"ForbiddenProblem":            api.ForbiddenProblem{},
+	"InternalProblem":             api.InternalProblem{},
+	"InvalidInputProblem":         api.InvalidInputProblem{},
+	"MethodNotAllowedProblem":     api.MethodNotAllowedProblem{},
+	"NotFoundProblem":             api.NotFoundProblem{},
+	"PayloadTooLargeProblem":      api.PayloadTooLargeProblem{},
+	"QuotaExceededProblem":        api.QuotaExceededProblem{},
+	"UnauthenticatedProblem":      api.UnauthenticatedProblem{},
+	"UnavailableProblem":          api.UnavailableProblem{},
+	"UnsupportedMediaTypeProblem": api.UnsupportedMediaTypeProblem{},
+	"VersionMismatchProblem":      api.VersionMismatchProblem{},
 }
 
 // TestEverySchemaHasAType: every object schema of the contract has its generated type in
@@ -124,11 +55,11 @@ func jsonFields(t reflect.Type) map[string]reflect.StructField {
 // empty if required), accepts every enum or const value the contract gives it, and has no
 // field the contract does not have.
 func TestEverySchemaHasAType(t *testing.T) {
-	doc := contract(t)
+	doc := ct.Contract(t)
 	for _, name := range slices.Sorted(maps.Keys(doc.Components.Schemas)) {
 		s := doc.Components.Schemas[name].Value
 		goType, listed := schemaTypes[name]
-		if len(properties(s)) == 0 {
+		if len(ct.Properties(s)) == 0 {
 			if listed {
 				t.Errorf("schema %s has no properties, but schemaTypes lists it", name)
 			}
@@ -138,7 +69,7 @@ func TestEverySchemaHasAType(t *testing.T) {
 			t.Errorf("schema %s has no type in schemaTypes (run make generate, then list its type)", name)
 			continue
 		}
-		checkStruct(t, "schema "+name, reflect.TypeOf(goType), s)
+		ct.CheckStruct(t, "schema "+name, reflect.TypeOf(goType), s)
 		for _, m := range s.OneOf {
 			variant := strings.TrimPrefix(m.Ref, "#/components/schemas/")
 			if _, ok := reflect.PointerTo(reflect.TypeOf(goType)).MethodByName("As" + variant); !ok {
@@ -153,90 +84,13 @@ func TestEverySchemaHasAType(t *testing.T) {
 	}
 }
 
-func checkStruct(t *testing.T, where string, goType reflect.Type, s *openapi3.Schema) {
-	t.Helper()
-	if goType.Kind() != reflect.Struct {
-		t.Errorf("%s: its type %s is not a struct", where, goType)
-		return
-	}
-	fields := jsonFields(goType)
-	props := properties(s)
-	for _, name := range slices.Sorted(maps.Keys(props)) {
-		p := props[name]
-		f, ok := fields[name]
-		if !ok {
-			t.Errorf("%s: %s has no field for property %q (run make generate)", where, goType, name)
-			continue
-		}
-		if p.required && strings.Contains(f.Tag.Get("json"), ",omitempty") {
-			t.Errorf("%s: property %q is required, but %s.%s is omitted when empty", where, name, goType, f.Name)
-		}
-		for _, def := range p.defs {
-			checkValues(t, where+"."+name, f.Type, def.Value)
-			if def.Ref != "" {
-				continue // a schema of its own, checked as such
-			}
-			if elem := deref(f.Type); len(def.Value.Properties) > 0 {
-				checkStruct(t, where+"."+name, elem, def.Value)
-			} else if items := def.Value.Items; items != nil && items.Ref == "" && len(items.Value.Properties) > 0 {
-				checkStruct(t, where+"."+name+"[]", deref(elem.Elem()), items.Value)
-			}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		if props[name] == nil {
-			t.Errorf("%s: %s has a field %s (%q) the contract does not have (run make generate)", where, goType, fields[name].Name, name)
-		}
-	}
-}
-
-func deref(t reflect.Type) reflect.Type {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t
-}
-
-// checkValues: a field whose type is a generated enum accepts (Valid) every value the
-// property's enum or const allows.
-func checkValues(t *testing.T, where string, field reflect.Type, s *openapi3.Schema) {
-	t.Helper()
-	values := slices.Clone(s.Enum)
-	if s.Const != nil {
-		values = append(values, s.Const)
-	}
-	if len(values) == 0 {
-		return
-	}
-	typ := deref(field)
-	valid, ok := typ.MethodByName("Valid")
-	if !ok {
-		if typ.Kind() == reflect.String {
-			t.Errorf("%s: values %v, but its type %s is not a generated enum", where, values, typ)
-		}
-		return
-	}
-	for _, v := range values {
-		sv, ok := v.(string)
-		if !ok || typ.Kind() != reflect.String {
-			t.Errorf("%s: enum value %v (%T) in a field of type %s", where, v, v, typ)
-			continue
-		}
-		x := reflect.New(typ).Elem()
-		x.SetString(sv)
-		if !valid.Func.Call([]reflect.Value{x})[0].Bool() {
-			t.Errorf("%s: the contract allows %q, but %s does not know it (run make generate)", where, sv, typ)
-		}
-	}
-}
-
 // TestEveryOperationHasAMethod: every operation of the contract is a method of
 // ClientWithResponses taking its parameters and body, whose response has, for every
 // status, the body decoded into the schema's type and a field for every declared header
 // (not a pointer if required).
 func TestEveryOperationHasAMethod(t *testing.T) {
-	doc := contract(t)
-	clientType := reflect.TypeFor[*client.ClientWithResponses]()
+	doc := ct.Contract(t)
+	clientType := reflect.TypeFor[*api.ClientWithResponses]()
 	operations := 0
 	for _, path := range doc.Paths.Keys() {
 		item := doc.Paths.Value(path)
@@ -283,7 +137,7 @@ func checkArguments(t *testing.T, where string, method reflect.Type, params open
 				t.Errorf("%s: parameter %q, but the method takes no parameters struct", where, p.Value.Name)
 				continue
 			}
-			f, ok := jsonFields(paramsStruct)[p.Value.Name]
+			f, ok := ct.JSONFields(paramsStruct)[p.Value.Name]
 			if !ok {
 				t.Errorf("%s: %s has no field for parameter %q", where, paramsStruct, p.Value.Name)
 			} else if p.Value.Required == (f.Type.Kind() == reflect.Pointer) {
@@ -377,7 +231,7 @@ func headerField(t reflect.Type, header string) (reflect.StructField, bool) {
 // it back to the same JSON. (That each conforms to its schema, kin-openapi's Validate
 // checks in contract(), with JSON Schema 2020-12 as the handler tests' validator.)
 func TestTheContractsExamplesDecode(t *testing.T) {
-	doc := contract(t)
+	doc := ct.Contract(t)
 	examples := 0
 	check := func(where string, content openapi3.Content) {
 		for mt, media := range content {
@@ -396,7 +250,7 @@ func TestTheContractsExamplesDecode(t *testing.T) {
 					t.Errorf("%s: the schema is not a listed component (%s)", where, media.Schema.Ref)
 					continue
 				}
-				roundTrip(t, where, goType, value)
+				ct.RoundTrip(t, where, goType, value)
 			}
 		}
 	}
@@ -420,35 +274,5 @@ func TestTheContractsExamplesDecode(t *testing.T) {
 	}
 	if examples < 10 {
 		t.Errorf("only %d examples checked", examples)
-	}
-}
-
-func roundTrip(t *testing.T, where string, goType reflect.Type, value any) {
-	t.Helper()
-	in, err := json.Marshal(value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(in))
-	dec.DisallowUnknownFields()
-	v := reflect.New(goType)
-	if err := dec.Decode(v.Interface()); err != nil {
-		t.Errorf("%s does not decode into %s: %v", where, goType, err)
-		return
-	}
-	out, err := json.Marshal(v.Interface())
-	if err != nil {
-		t.Errorf("%s: %s does not encode: %v", where, goType, err)
-		return
-	}
-	var want, got any
-	if err := json.Unmarshal(in, &want); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(want, got) {
-		t.Errorf("%s: through %s\n%s\nbecomes\n%s", where, goType, in, out)
 	}
 }

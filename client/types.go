@@ -1,0 +1,170 @@
+package client
+
+// The contract's schemas that the hand-written client hands to its callers, written here
+// rather than taken from package client/api: their JSON tags are the contract's (the tests
+// hold them to api/openapi.yaml as they hold the generated types), and what they do (State's
+// IsDone, ErrorCode's constants for errors.As and IsCode) belongs to this package.
+
+// State is where an operation is in its lifecycle: accepted → dispatched → running → one of
+// succeeded, failed or canceled; cancelling after a cancel of a dispatched or running
+// operation; outcome_unknown when an external effect may have happened but its result was
+// lost (not terminal: it waits for reconciliation or an operator).
+type State string
+
+// The states of the contract's State enum.
+const (
+	StateAccepted       State = "accepted"
+	StateDispatched     State = "dispatched"
+	StateRunning        State = "running"
+	StateCancelling     State = "cancelling"
+	StateSucceeded      State = "succeeded"
+	StateFailed         State = "failed"
+	StateCanceled       State = "canceled"
+	StateOutcomeUnknown State = "outcome_unknown"
+)
+
+// Valid reports whether s is one of the contract's states.
+func (s State) Valid() bool {
+	switch s {
+	case StateAccepted, StateDispatched, StateRunning, StateCancelling,
+		StateSucceeded, StateFailed, StateCanceled, StateOutcomeUnknown:
+		return true
+	}
+	return false
+}
+
+// IsTerminal reports whether s is terminal in the contract's sense: succeeded, failed or
+// canceled. Nothing follows a terminal state.
+func (s State) IsTerminal() bool {
+	switch s {
+	case StateSucceeded, StateFailed, StateCanceled:
+		return true
+	}
+	return false
+}
+
+// IsDone reports whether waiting for an operation in state s is over: s is terminal, or
+// outcome_unknown, which is not terminal but changes only when an operator resolves it.
+// The Poller stops at exactly these states.
+func (s State) IsDone() bool {
+	return s.IsTerminal() || s == StateOutcomeUnknown
+}
+
+// ErrorCode is a problem's machine-readable code, what a caller decides by
+// (ProblemError.Code, IsCode); docs/idempotency.md and the contract say when each is sent.
+type ErrorCode string
+
+// The codes of the contract's ErrorCode enum.
+const (
+	ErrorCodeAlreadyTerminal          ErrorCode = "already_terminal"
+	ErrorCodeForbidden                ErrorCode = "forbidden"
+	ErrorCodeIdempotencyKeyReused     ErrorCode = "idempotency_key_reused"
+	ErrorCodeInternal                 ErrorCode = "internal"
+	ErrorCodeInvalidIdempotencyKey    ErrorCode = "invalid_idempotency_key"
+	ErrorCodeInvalidInput             ErrorCode = "invalid_input"
+	ErrorCodeMethodNotAllowed         ErrorCode = "method_not_allowed"
+	ErrorCodeNotFound                 ErrorCode = "not_found"
+	ErrorCodePayloadTooLarge          ErrorCode = "payload_too_large"
+	ErrorCodeQuotaExceeded            ErrorCode = "quota_exceeded"
+	ErrorCodeTargetBusy               ErrorCode = "target_busy"
+	ErrorCodeUnauthenticated          ErrorCode = "unauthenticated"
+	ErrorCodeUnavailable              ErrorCode = "unavailable"
+	ErrorCodeUnsupportedMediaType     ErrorCode = "unsupported_media_type"
+	ErrorCodeUnsupportedOperationType ErrorCode = "unsupported_operation_type"
+	ErrorCodeVersionMismatch          ErrorCode = "version_mismatch"
+)
+
+// Valid reports whether c is one of the contract's codes. A code this client does not know
+// (a newer API's) is still a ProblemError's Code; Valid tells it apart.
+func (c ErrorCode) Valid() bool {
+	switch c {
+	case ErrorCodeAlreadyTerminal, ErrorCodeForbidden, ErrorCodeIdempotencyKeyReused,
+		ErrorCodeInternal, ErrorCodeInvalidIdempotencyKey, ErrorCodeInvalidInput,
+		ErrorCodeMethodNotAllowed, ErrorCodeNotFound, ErrorCodePayloadTooLarge,
+		ErrorCodeQuotaExceeded, ErrorCodeTargetBusy, ErrorCodeUnauthenticated,
+		ErrorCodeUnavailable, ErrorCodeUnsupportedMediaType,
+		ErrorCodeUnsupportedOperationType, ErrorCodeVersionMismatch:
+		return true
+	}
+	return false
+}
+
+// OperationProblem says why an operation failed or why its outcome is unknown
+// (Operation.Problem), or, in a ResolveRequest, why an operator failed it.
+type OperationProblem struct {
+	// Type is `https://longrun.dev/problems/` followed by Code.
+	Type string `json:"type"`
+	// Title is a short summary of the problem, for people.
+	Title string `json:"title"`
+	// Code is the machine-readable reason (snake_case, at most 64 characters): the
+	// worker's own codes, or longrun's (deadline_exceeded, result_lost, …).
+	Code string `json:"code"`
+	// Detail explains this occurrence, for people.
+	Detail string `json:"detail"`
+}
+
+// Progress is how far an operation's work has got, as its worker last reported it
+// (Operation.Progress): never invented, present once a step has completed.
+type Progress struct {
+	// CompletedSteps counts the steps that have completed.
+	CompletedSteps int `json:"completedSteps"`
+	// TotalSteps is the steps the work takes, when the worker knows it (never below
+	// CompletedSteps).
+	TotalSteps *int `json:"totalSteps,omitempty"`
+	// Percent is the worker's own estimate of how much is done, 0 to 100.
+	Percent *float64 `json:"percent,omitempty"`
+	// Message is the worker's latest note on what it is doing, for people.
+	Message *string `json:"message,omitempty"`
+}
+
+// FieldError is one field of a request that failed validation (ProblemError.Fields, with
+// ErrorCodeInvalidInput).
+type FieldError struct {
+	// Pointer is a JSON Pointer (RFC 6901) into the request, e.g. `/input/from`.
+	Pointer string `json:"pointer"`
+	// Detail says what is wrong with it, for people.
+	Detail string `json:"detail"`
+}
+
+// OperationType is one operation type the API admits (Types, Type), as the deployment's
+// registry defines it: InputSchema is exactly what an admission's input must satisfy.
+type OperationType struct {
+	// Name is what CreateRequest.Type names, e.g. export.orders.
+	Name string `json:"name"`
+	// Version is the type's version (its template revision), part of every admission's
+	// fingerprint: a replay across a version change is a different request.
+	Version int `json:"version"`
+	// Description says what an operation of this type does, for people.
+	Description string `json:"description"`
+	// InputSchema is the JSON Schema (draft 2020-12) an admission's input must satisfy.
+	InputSchema map[string]any `json:"inputSchema"`
+	// DeadlineSeconds is how long, in whole seconds from its admission, an operation of
+	// this type may take before the reconciler stops it (deadline_exceeded).
+	DeadlineSeconds int `json:"deadlineSeconds"`
+}
+
+// ResolveOutcome is what an operator's Resolve settles an outcome_unknown operation as.
+type ResolveOutcome string
+
+// The outcomes of the contract's ResolveRequest.
+const (
+	ResolveSucceeded ResolveOutcome = "succeeded"
+	ResolveFailed    ResolveOutcome = "failed"
+)
+
+// Valid reports whether o is one of the contract's outcomes.
+func (o ResolveOutcome) Valid() bool { return o == ResolveSucceeded || o == ResolveFailed }
+
+// ResolveRequest is an operator's settlement of an operation in outcome_unknown (Resolve).
+type ResolveRequest struct {
+	// Outcome is what the operation becomes: succeeded or failed.
+	Outcome ResolveOutcome `json:"outcome"`
+	// Reason says why the operator resolved it this way (kept in the operation's facts;
+	// required).
+	Reason string `json:"reason"`
+	// Result, only with ResolveSucceeded, is the operation's result: anything that encodes
+	// to a JSON object (a struct, a map, a json.RawMessage). nil sends none.
+	Result any `json:"result,omitempty"`
+	// Problem, only with ResolveFailed, says why it failed.
+	Problem *OperationProblem `json:"problem,omitempty"`
+}
