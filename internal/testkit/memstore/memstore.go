@@ -14,13 +14,17 @@ package memstore
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/admission"
+	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
 )
 
@@ -37,6 +41,7 @@ type Store struct {
 	// before holds the functions BeforeNextAppend queued, one for each next Append.
 	before    []func(operation.Operation)
 	conflicts int
+	accepted  int // operations Accept admitted, for their keys and targets
 }
 
 type claim struct {
@@ -66,6 +71,29 @@ func (s *Store) Conflicts() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.conflicts
+}
+
+// Accept admits body as alice of tenant acme would through the API, with the real
+// admission service and the built-in types at now, and returns the operation's id; an
+// empty body is a demo.task on a target of its own. Tests of what comes after admission
+// start from it, so that they cannot start from a history the API never writes.
+func (s *Store) Accept(tb testing.TB, body string, now time.Time) string {
+	tb.Helper()
+	s.mu.Lock()
+	s.accepted++
+	n := s.accepted
+	s.mu.Unlock()
+	if body == "" {
+		body = fmt.Sprintf(`{"type":"demo.task","input":{"target":"t%d"}}`, n)
+	}
+	svc := &admission.Service{Store: s, Registry: optype.Builtin(), Now: func() time.Time { return now },
+		NewID: (&ids.Generator{Now: func() time.Time { return now }, Entropy: rand.Reader}).Operation}
+	out, err := svc.Admit(context.Background(), admission.Request{Scope: admission.Scope{Tenant: "acme", Principal: "alice"},
+		Key: fmt.Sprintf("k%d", n), MediaType: "application/json", Body: []byte(body)})
+	if err != nil {
+		tb.Fatalf("memstore: admit %s: %v", body, err)
+	}
+	return out.Record.OperationID
 }
 
 func scopeKey(parts ...string) string {
