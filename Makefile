@@ -34,9 +34,24 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run cost scale test unit nag e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost scale test unit nag e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
+
+# The loop between edits, in well under 30 s once built: gofmt (the files it would change,
+# and fail if any), go vet, and the tests that need no emulator: every package whose test
+# binary reaches no harness (.ci/pure-packages computes the list from the real
+# dependencies), and, in the packages that do, the decisions' own tests (TestDecides…,
+# on the in-memory store). Those run with LONGRUN_DYNAMODB_ENDPOINT pointing at a port
+# nothing listens on, so dynamotest.Main starts no Java and a TestDecides test that reached
+# for DynamoDB would fail, not wait. `make test` runs everything, these included.
+CHECK_DECISIONS := ./internal/service/dispatch ./internal/service/recorder ./internal/service/reconcile
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test $$(bash .ci/pure-packages)
+	LONGRUN_DYNAMODB_ENDPOINT=http://127.0.0.1:9 $(GO) test -run '^TestDecides' $(CHECK_DECISIONS)
 
 tools-check:
 	@command -v $(GO) >/dev/null || { echo "Go 1.26 is required"; exit 1; }

@@ -1,6 +1,12 @@
 // Package facts is the read-decide-append loop every writer after admission uses: read the
 // operation, decide which facts follow from what it is now, append them conditionally on
 // the version read, and on a conflict read again and decide again.
+//
+// A decision is a value, not a side effect: decide returns the facts and what its caller
+// acts on once they are appended (a metric to count, an execution to stop). A lost race
+// throws that attempt's decision away with its facts, so nothing one attempt decided can
+// leak into the next, as it could when callers wrote their decisions into variables of
+// their own and had to reset each one at the top of every attempt.
 package facts
 
 import (
@@ -14,12 +20,17 @@ import (
 // Store reads and appends an operation's facts.
 type Store interface {
 	Load(ctx context.Context, id string) (operation.Operation, error)
+	// Append appends facts after op's version, conditionally: when another writer appended
+	// since op was read it appends nothing and returns an error wrapping
+	// operation.ErrConflict.
 	Append(ctx context.Context, op operation.Operation, facts ...operation.Fact) (operation.Operation, error)
 }
 
-// Decide returns the facts to append given the operation as it is now; none means there is
-// nothing to do.
-type Decide func(op operation.Operation) ([]operation.Fact, error)
+// Decide returns the facts to append given the operation as it is now (none: nothing to
+// append), and the decision R they stand for, which Update hands back once they are
+// appended. It is called again on a fresh read after every lost race, so it must decide
+// from op and its own arguments only.
+type Decide[R any] func(op operation.Operation) ([]operation.Fact, R, error)
 
 // MaxAttempts bounds how often Update re-reads after losing a race. Writers per operation
 // are few (dispatcher, recorder, reconciler, a client's cancel), but the recorder writes a
@@ -29,15 +40,20 @@ type Decide func(op operation.Operation) ([]operation.Fact, error)
 const MaxAttempts = 12
 
 // Update applies decide to the latest version of operation id until its facts are appended
-// or it decides nothing. It returns the operation as it ends up.
-func Update(ctx context.Context, store Store, id string, decide Decide) (operation.Operation, error) {
+// or it decides nothing. It returns the operation as it ends up and the decision of the
+// attempt that counted: the one whose facts were appended, or that appended none. When
+// decide fails, its error and decision come back as it returned them; when the append fails
+// (other than a lost race) or every attempt lost, the decision is R's zero value, since
+// none of it was recorded.
+func Update[R any](ctx context.Context, store Store, id string, decide Decide[R]) (operation.Operation, R, error) {
 	return UpdateFrom(ctx, store, id, nil, decide)
 }
 
 // UpdateFrom is Update whose first attempt decides on read, the operation as its caller
 // read it a moment ago, instead of reading it again (nil: read it); a lost race reads it
 // afresh, as Update does.
-func UpdateFrom(ctx context.Context, store Store, id string, read *operation.Operation, decide Decide) (operation.Operation, error) {
+func UpdateFrom[R any](ctx context.Context, store Store, id string, read *operation.Operation, decide Decide[R]) (operation.Operation, R, error) {
+	var none R
 	var lastErr error
 	for range MaxAttempts {
 		var op operation.Operation
@@ -45,17 +61,20 @@ func UpdateFrom(ctx context.Context, store Store, id string, read *operation.Ope
 		if read != nil {
 			op, read = *read, nil
 		} else if op, err = store.Load(ctx, id); err != nil {
-			return op, err
+			return op, none, err
 		}
-		facts, err := decide(op)
+		facts, decision, err := decide(op)
 		if err != nil || len(facts) == 0 {
-			return op, err
+			return op, decision, err
 		}
 		next, err := store.Append(ctx, op, facts...)
-		if !errors.Is(err, operation.ErrConflict) {
-			return next, err
+		switch {
+		case err == nil:
+			return next, decision, nil
+		case !errors.Is(err, operation.ErrConflict):
+			return next, none, err
 		}
 		lastErr = err
 	}
-	return operation.Operation{}, fmt.Errorf("operation %s kept changing: %w", id, lastErr)
+	return operation.Operation{}, none, fmt.Errorf("operation %s kept changing: %w", id, lastErr)
 }

@@ -32,36 +32,40 @@ type Visible func(op operation.Operation) bool
 // step later) and records canceled itself, so no step's result is lost by a stop racing
 // it; the reconciler stops an execution that fails to end within the cancel lease.
 func (s *Service) Cancel(ctx context.Context, id, actor string, visible Visible, ifMatch []int) (op operation.Operation, already bool, err error) {
-	op, err = facts.Update(ctx, s.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
-		if !visible(op) {
-			return nil, problem.New(problem.NotFound, "No such operation.")
-		}
-		if ifMatch != nil && !contains(ifMatch, op.Version) {
-			return nil, problem.New(problem.VersionMismatch, "The operation is at version %d, not the version in If-Match.", op.Version).
-				WithOperation(op.ID)
-		}
-		now := s.Now()
-		request := operation.Fact{Kind: operation.KindCancelRequested, At: now, Source: operation.SourceClient, Actor: actor}
-		switch {
-		case op.State == operation.Canceled:
-			already = true
-			return nil, nil
-		case op.State == operation.Cancelling:
-			return nil, nil
-		case op.State == operation.Succeeded || op.State == operation.Failed:
-			return nil, problem.New(problem.AlreadyTerminal, "The operation already %s; cancellation cannot undo completed work.", op.State).
-				WithOperation(op.ID)
-		case op.State == operation.OutcomeUnknown:
-			return nil, problem.New(problem.AlreadyTerminal, "The operation's work has ended with an unknown outcome; it awaits an operator, and there is nothing left to stop.").
-				WithOperation(op.ID)
-		case op.State == operation.Accepted:
-			// Nothing started: the intent and its result are one decision.
-			return []operation.Fact{request, {Kind: operation.KindCanceled, At: now, Source: operation.SourceClient, Actor: actor}}, nil
-		default:
-			return []operation.Fact{request}, nil
-		}
+	return facts.Update(ctx, s.Store, id, func(op operation.Operation) ([]operation.Fact, bool, error) {
+		return s.cancel(op, actor, visible, ifMatch)
 	})
-	return op, already, err
+}
+
+// cancel decides what a cancel of op by actor records, and whether op was canceled before
+// (already: the call changes nothing).
+func (s *Service) cancel(op operation.Operation, actor string, visible Visible, ifMatch []int) (out []operation.Fact, already bool, err error) {
+	if !visible(op) {
+		return nil, false, problem.New(problem.NotFound, "No such operation.")
+	}
+	if ifMatch != nil && !contains(ifMatch, op.Version) {
+		return nil, false, problem.New(problem.VersionMismatch, "The operation is at version %d, not the version in If-Match.", op.Version).
+			WithOperation(op.ID)
+	}
+	now := s.Now()
+	request := operation.Fact{Kind: operation.KindCancelRequested, At: now, Source: operation.SourceClient, Actor: actor}
+	switch {
+	case op.State == operation.Canceled:
+		return nil, true, nil
+	case op.State == operation.Cancelling:
+		return nil, false, nil
+	case op.State == operation.Succeeded || op.State == operation.Failed:
+		return nil, false, problem.New(problem.AlreadyTerminal, "The operation already %s; cancellation cannot undo completed work.", op.State).
+			WithOperation(op.ID)
+	case op.State == operation.OutcomeUnknown:
+		return nil, false, problem.New(problem.AlreadyTerminal, "The operation's work has ended with an unknown outcome; it awaits an operator, and there is nothing left to stop.").
+			WithOperation(op.ID)
+	case op.State == operation.Accepted:
+		// Nothing started: the intent and its result are one decision.
+		return []operation.Fact{request, {Kind: operation.KindCanceled, At: now, Source: operation.SourceClient, Actor: actor}}, false, nil
+	default:
+		return []operation.Fact{request}, false, nil
+	}
 }
 
 func contains(versions []int, v int) bool {
@@ -84,9 +88,9 @@ type Resolution struct {
 // Resolve records an operator's resolution of an outcome_unknown operation. Any other state
 // is already_terminal: only an unknown outcome needs an operator's word.
 func (s *Service) Resolve(ctx context.Context, id, operator string, r Resolution) (operation.Operation, error) {
-	return facts.Update(ctx, s.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+	op, _, err := facts.Update(ctx, s.Store, id, func(op operation.Operation) ([]operation.Fact, struct{}, error) {
 		if op.State != operation.OutcomeUnknown {
-			return nil, problem.New(problem.AlreadyTerminal, "The operation is %s, not outcome_unknown; there is nothing to resolve.", op.State).
+			return nil, struct{}{}, problem.New(problem.AlreadyTerminal, "The operation is %s, not outcome_unknown; there is nothing to resolve.", op.State).
 				WithOperation(op.ID)
 		}
 		f := operation.Fact{Kind: r.Outcome, At: s.Now(), Source: operation.SourceOperator, Actor: operator, Reason: r.Reason,
@@ -94,6 +98,7 @@ func (s *Service) Resolve(ctx context.Context, id, operator string, r Resolution
 		if f.Kind == operation.KindFailed && f.Problem == nil {
 			f.Problem = operation.NewProblem("resolved_failed", "Resolved as failed", r.Reason)
 		}
-		return []operation.Fact{f}, nil
+		return []operation.Fact{f}, struct{}{}, nil
 	})
+	return op, err
 }

@@ -160,71 +160,45 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 		}
 		span.End()
 	}()
-	linked := false
-	var started string // the execution this call started or found, if any
-	var lag time.Duration
-	var typeName string
-	var measured bool           // whether the last attempt dispatched the operation: lag holds how long it waited
-	var outcome *operation.Fact // the outcome this call recorded, if any
-	var unserved bool           // the operation's type is not served here: left accepted
-	op, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
-		measured, outcome, unserved = false, nil, false
-		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
-		if !linked {
-			linked = tracelink.AddLink(span, op.Traceparent)
-		}
-		switch {
-		case op.State == operation.Cancelling && untouched(op):
-			// Cancellation intent with nothing dispatched or started (a bare cancel_requested;
-			// the API itself writes canceled with it): no step ran or can run, so it is over.
-			f := d.fact(operation.KindCanceled, "")
-			outcome = &f
-			return []operation.Fact{f}, nil
-		case op.State != operation.Accepted:
-			if started != "" && op.Started && op.Execution == "" {
-				// This call's execution began its work before the dispatched fact was written:
-				// nothing to add, but the operation was dispatched, and waited this long for it.
-				measured, lag, typeName = true, d.Now().Sub(op.CreatedAt), op.Type
-			}
-			return nil, nil // dispatched, running, cancelling, settled: not the dispatcher's
-		}
-		typ, ok := d.Registry.Lookup(op.Type)
-		if !ok {
-			// A type this dispatcher does not serve (a newer function admitted it, or it was
-			// removed): left accepted for one that serves it, and failed only past its deadline.
-			f, _ := op.Unserved(d.Leases, d.Now())
-			if unserved = f == nil; unserved {
-				return nil, nil
-			}
-			f.At, f.Source = d.Now(), operation.SourceDispatcher
-			outcome = f
-			return []operation.Fact{*f}, nil
-		}
-		if started == "" {
-			span.SetAttributes(tracelink.AttrOperationType.String(op.Type))
-			input, _ := json.Marshal(Input{OperationID: op.ID, CorrelationID: op.CorrelationID, Traceparent: tracelink.Traceparent(ctx)})
-			ref, err := d.Executor.Start(ctx, typ.Worker, op.ID, input)
-			if err != nil && !errors.Is(err, ErrAlreadyStarted) {
-				return nil, err
-			}
-			started = ref
-		}
-		f := d.fact(operation.KindDispatched, started)
-		measured, lag, typeName = true, f.At.Sub(op.CreatedAt), op.Type
-		return []operation.Fact{f}, nil
+	op, dec, err := facts.Update(ctx, d.Store, id, func(op operation.Operation) ([]operation.Fact, decision, error) {
+		return d.decide(op, "", d.Now())
 	})
 	if err != nil {
 		return err
 	}
-	if measured {
-		d.metric("DispatchLag", "Milliseconds", float64(max(lag, 0).Milliseconds()), "Type", typeName)
+	logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
+	tracelink.AddLink(span, op.Traceparent)
+	started := "" // the execution this call started or found, if any
+	if dec.start != "" {
+		span.SetAttributes(tracelink.AttrOperationType.String(op.Type))
+		input, _ := json.Marshal(Input{OperationID: op.ID, CorrelationID: op.CorrelationID, Traceparent: tracelink.Traceparent(ctx)})
+		ref, err := d.Executor.Start(ctx, dec.start, op.ID, input)
+		if err != nil && !errors.Is(err, ErrAlreadyStarted) {
+			return err
+		}
+		if ref == "" {
+			return fmt.Errorf("dispatch: %s: the executor named no execution", id)
+		}
+		started = ref
+		// Record it, deciding first on the operation as read a moment ago: if another writer
+		// (a cancel, the worker's started) got there first, the append loses and the
+		// decision is made again on what it wrote.
+		op, dec, err = facts.UpdateFrom(ctx, d.Store, id, &op, func(op operation.Operation) ([]operation.Fact, decision, error) {
+			return d.decide(op, started, d.Now())
+		})
+		if err != nil {
+			return err
+		}
 	}
-	if outcome != nil { // no step ran
-		for _, m := range operation.OutcomeMeasures(op, outcome.Kind, 0, outcome.At) {
+	if dec.dispatched {
+		d.metric("DispatchLag", "Milliseconds", float64(max(dec.lag, 0).Milliseconds()), "Type", op.Type)
+	}
+	if dec.outcome != nil { // no step ran
+		for _, m := range operation.OutcomeMeasures(op, dec.outcome.Kind, 0, dec.outcome.At) {
 			d.metric(m.Name, m.Unit, m.Value, m.Dims...)
 		}
 	}
-	if unserved {
+	if dec.unserved {
 		return fmt.Errorf("dispatch: %s: %w: %s", id, ErrUnknownType, op.Type)
 	}
 	// Cancellation won the race after this call started an execution, before any step began:
@@ -239,6 +213,60 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 	return nil
 }
 
+// decision is what the dispatcher decides on one reading of an operation.
+type decision struct {
+	// start is the workflow to start the operation's execution on, before anything is
+	// recorded ("": none). Dispatch then decides again with the execution's reference.
+	start string
+	// dispatched says the operation is dispatched by this call (its dispatched fact, or the
+	// execution this call started reported first), after waiting lag since its admission.
+	dispatched bool
+	lag        time.Duration
+	// outcome is the terminal fact recorded with no step run (nil: none).
+	outcome *operation.Fact
+	// unserved says the operation's type is not served here and is left accepted.
+	unserved bool
+}
+
+// decide is the dispatcher's decision on op at now, given the execution this call started
+// ("" when it started none yet). Cancellation comes first: an operation cancelled before
+// anything was dispatched or started is canceled, even when this call started an execution
+// meanwhile (Dispatch then stops it). Anything past accepted is not the dispatcher's. An
+// accepted operation of a served type gets an execution started, then its dispatched fact;
+// one of a type not served here waits for its deadline (operation.Operation.Unserved).
+func (d *Dispatcher) decide(op operation.Operation, started string, now time.Time) ([]operation.Fact, decision, error) {
+	switch {
+	case op.State == operation.Cancelling && untouched(op):
+		// Cancellation intent with nothing dispatched or started (a bare cancel_requested;
+		// the API itself writes canceled with it): no step ran or can run, so it is over.
+		f := d.fact(operation.KindCanceled, "", now)
+		return []operation.Fact{f}, decision{outcome: &f}, nil
+	case op.State != operation.Accepted:
+		if started != "" && op.Started && op.Execution == "" {
+			// This call's execution began its work before the dispatched fact was written:
+			// nothing to add, but the operation was dispatched, and waited this long for it.
+			return nil, decision{dispatched: true, lag: now.Sub(op.CreatedAt)}, nil
+		}
+		return nil, decision{}, nil // dispatched, running, cancelling, settled: not the dispatcher's
+	}
+	typ, ok := d.Registry.Lookup(op.Type)
+	if !ok {
+		// A type this dispatcher does not serve (a newer function admitted it, or it was
+		// removed): left accepted for one that serves it, and failed only past its deadline.
+		f, _ := op.Unserved(d.Leases, now)
+		if f == nil {
+			return nil, decision{unserved: true}, nil
+		}
+		f.At, f.Source = now, operation.SourceDispatcher
+		return []operation.Fact{*f}, decision{outcome: f}, nil
+	}
+	if started == "" {
+		return nil, decision{start: typ.Worker}, nil
+	}
+	f := d.fact(operation.KindDispatched, started, now)
+	return []operation.Fact{f}, decision{dispatched: true, lag: now.Sub(op.CreatedAt)}, nil
+}
+
 // untouched reports whether no dispatch is recorded and no step ever began on op: then no
 // worker can be acting on it, and none will once its cancellation is recorded (a worker
 // appends started before any step, and never on a cancel-requested operation).
@@ -246,8 +274,8 @@ func untouched(op operation.Operation) bool {
 	return op.Execution == "" && !op.Started
 }
 
-func (d *Dispatcher) fact(kind operation.Kind, execution string) operation.Fact {
-	return operation.Fact{Kind: kind, At: d.Now(), Source: operation.SourceDispatcher, Execution: execution}
+func (d *Dispatcher) fact(kind operation.Kind, execution string, at time.Time) operation.Fact {
+	return operation.Fact{Kind: kind, At: at, Source: operation.SourceDispatcher, Execution: execution}
 }
 
 // HandleStream processes a DynamoDB stream batch of accepted facts (the event source

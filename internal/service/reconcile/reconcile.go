@@ -659,16 +659,14 @@ func (r *Reconciler) unknown(_ operation.Operation, code, detail string) operati
 // moved it knew more, and the next run looks again.
 func (r *Reconciler) record(ctx context.Context, seen operation.Operation, f operation.Fact) (result, error) {
 	f.At = r.Now()
-	appended := false
-	op, err := facts.Update(ctx, r.Store, seen.ID, func(op operation.Operation) ([]operation.Fact, error) {
+	op, appended, err := facts.Update(ctx, r.Store, seen.ID, func(op operation.Operation) ([]operation.Fact, bool, error) {
 		if op.Version != seen.Version {
-			return nil, nil
+			return nil, false, nil
 		}
 		if _, err := operation.Next(op.State, f.Kind); err != nil {
-			return nil, nil
+			return nil, false, nil
 		}
-		appended = true
-		return []operation.Fact{f}, nil
+		return []operation.Fact{f}, true, nil
 	})
 	if err != nil {
 		return result{}, err

@@ -273,15 +273,15 @@ func (r *Recorder) goesOn(ctx context.Context, id string, rc *runContext, heldBa
 		return true
 	}
 	r.Log.WarnContext(ctx, "execution stopped", "operation_id", id)
-	_, err = facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, error) {
+	_, _, err = facts.Update(ctx, r.Store, id, func(op operation.Operation) ([]operation.Fact, struct{}, error) {
 		if op.Lease == nil || op.Lease.Run != rc.run || op.State.Terminal() {
-			return nil, nil
+			return nil, struct{}{}, nil
 		}
 		progress := op.Progress
 		if heldBack != nil && (progress == nil || progress.CompletedSteps < heldBack.CompletedSteps) {
 			progress = heldBack
 		}
-		return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(), Progress: progress}}, nil
+		return []operation.Fact{{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: r.Now(), Progress: progress}}, struct{}{}, nil
 	})
 	if err != nil {
 		r.Log.WarnContext(ctx, "lease not released", "operation_id", id, "error", err.Error())

@@ -554,7 +554,6 @@ func (r *Recorder) claim(op operation.Operation, c *continuation) (*operation.Fa
 
 // handle is Handle paced by p.
 func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error) {
-	progressed := false
 	id := in.OperationID
 	carried := 0
 	var e end
@@ -585,18 +584,12 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 	if e.cont != nil {
 		next.State = e.cont.State
 	}
-	var decision Decision
-	var recorded *operation.Fact
-	var recordedAt time.Time
-	blocked := false
-	var heldBack *operation.Progress
-	op, err := facts.UpdateFrom(ctx, r.Store, id, p.loaded, func(op operation.Operation) ([]operation.Fact, error) {
-		decision, recorded, blocked, progressed, heldBack = Decision{Next: NextDone}, nil, false, false, nil
+	op, g, err := facts.UpdateFrom(ctx, r.Store, id, p.loaded, func(op operation.Operation) ([]operation.Fact, gated, error) {
 		logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 		now := r.Now()
-		recordedAt = now
+		g := gated{Decision: Decision{Next: NextDone}, at: now}
 		if op.State.Terminal() || op.State == operation.OutcomeUnknown && e.fact == nil {
-			return nil, nil // settled elsewhere: do no more work and record nothing
+			return nil, g, nil // settled elsewhere: do no more work and record nothing
 		}
 		if typ, ok := r.Registry.Lookup(op.Type); ok && p.worker != "" && !r.serves(typ.Worker, p.worker) {
 			return nil, fmt.Errorf("%w: operation %s of type %s names function %s, not its worker's", ErrForged, op.ID, op.Type, p.worker)
@@ -611,15 +604,16 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			// step's real end, when it comes, is recorded: the fold lets succeeded and failed
 			// settle an unknown outcome, and nobody then has to guess.
 			if _, err := operation.Next(op.State, e.fact.Kind); err != nil {
-				return nil, nil // a late result never overwrites a decision
+				return nil, g, nil // a late result never overwrites a decision
 			}
-			if e.fact.Progress == nil && next.Step > 1 && (op.Progress == nil || op.Progress.CompletedSteps < next.Step-1) {
+			f := *e.fact // this attempt's copy: the next one decides afresh
+			if f.Progress == nil && next.Step > 1 && (op.Progress == nil || op.Progress.CompletedSteps < next.Step-1) {
 				// the steps before it completed, and a paced Run held their progress back
-				e.fact.Progress = &operation.Progress{CompletedSteps: next.Step - 1}
+				f.Progress = &operation.Progress{CompletedSteps: next.Step - 1}
 			}
-			add(*e.fact)
-			recorded = e.fact
-			return out, nil
+			add(f)
+			g.recorded = &f
+			return out, g, nil
 		}
 		if _, ok := r.Registry.Lookup(op.Type); !ok {
 			// A type this recorder does not serve (a newer function admitted the work during a
@@ -632,19 +626,19 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		claim, superseded := r.claim(op, p.self)
 		if superseded {
 			r.Log.WarnContext(ctx, "superseded", "operation_id", op.ID, "latest", op.Execution)
-			return nil, nil // another execution carries the work on: do nothing here
+			return nil, g, nil // another execution carries the work on: do nothing here
 		}
 		if l := op.InFlight(now); p.run != "" && l != nil && l.Run != p.run {
 			if f := adopt(op, l, p, now); f != nil {
-				decision = Decision{Next: NextParked}
-				return []operation.Fact{*f}, nil
+				g.Decision = Decision{Next: NextParked}
+				return []operation.Fact{*f}, g, nil
 			}
 			// Another Run has a step in flight (the workflow retried this one while that
 			// one still runs, or this continuation was started while a retried Run of its
 			// predecessor ran a step): deciding anything now, or naming this execution the
 			// latest, could let a stop be recorded while that step's effect may still land.
-			blocked = true
-			return nil, nil
+			g.blocked = true
+			return nil, g, nil
 		}
 		if op.State == operation.Accepted || op.State == operation.Dispatched {
 			add(operation.Fact{Kind: operation.KindStarted, Source: operation.SourceExecutor})
@@ -676,34 +670,47 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		case f != nil: // the work stops here: one fact says so, and how far it came
 			f.Progress = progress
 			add(*f)
-			recorded = f
+			g.recorded = f
 		// A parked Run's steps come back in invocations of their own: one that completes
 		// within ProgressEvery of the operation's last fact leaves its progress to a later
 		// one, as a waiting Run's quiet steps do.
 		case progress != nil && !((p.quiet || p.park != nil && now.Sub(op.UpdatedAt) < ProgressEvery) && d.Next == NextWork):
 			add(operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, Progress: progress})
-			progressed = true
+			g.progressed = true
 		case progress != nil:
-			heldBack = progress
+			g.heldBack = progress
 		}
-		decision = d
+		g.Decision = d
 		if p.run != "" {
 			out = r.leased(ctx, op, out, p, d, now)
 		}
-		return out, nil
+		return out, g, nil
 	})
 	if err != nil {
 		return handled{}, err
 	}
-	if blocked {
+	if g.blocked {
 		return handled{}, ErrStepInFlight
 	}
-	if recorded != nil {
-		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", recorded.Kind, "state", op.State,
+	if g.recorded != nil {
+		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", g.recorded.Kind, "state", op.State,
 			"steps", next.Step)
-		r.settled(op, recorded.Kind, next.Step, recordedAt)
+		r.settled(op, g.recorded.Kind, next.Step, g.at)
 	}
-	return handled{Decision: decision, progressed: progressed, heldBack: heldBack, op: op}, nil
+	return handled{Decision: g.Decision, progressed: g.progressed, heldBack: g.heldBack, op: op}, nil
+}
+
+// gated is what one attempt of handle decided besides its facts: the decision for the
+// workflow, the outcome recorded (nil: none) at the time it decided, whether another Run
+// holds a step in flight (blocked), and whether the step's progress was recorded or held
+// back for a later fact.
+type gated struct {
+	Decision
+	recorded   *operation.Fact
+	at         time.Time
+	blocked    bool
+	progressed bool
+	heldBack   *operation.Progress
 }
 
 // gate decides whether step last.Step+1 may run, and builds its request. It stops the work

@@ -417,20 +417,20 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled, rc *runCon
 	}
 	superseded := false
 	if op.Execution != ref || op.InFlight(r.Now()) != nil {
-		_, err := facts.Update(ctx, r.Store, op.ID, func(cur operation.Operation) ([]operation.Fact, error) {
+		var err error
+		_, superseded, err = facts.Update(ctx, r.Store, op.ID, func(cur operation.Operation) ([]operation.Fact, bool, error) {
 			now := r.Now()
-			superseded = cur.State.Terminal() || cur.State == operation.OutcomeUnknown ||
-				cur.Execution != ref && continuationOf(op.ID, cur.Execution) >= k
 			held := cur.InFlight(now)
 			switch {
-			case superseded:
-				return nil, nil
+			case cur.State.Terminal() || cur.State == operation.OutcomeUnknown ||
+				cur.Execution != ref && continuationOf(op.ID, cur.Execution) >= k:
+				return nil, true, nil // superseded
 			case held != nil && held.Run != run:
 				// Another Run has a step in flight: naming the next execution now would void
 				// its lease. That execution names itself once the step's end is recorded.
-				return nil, nil
+				return nil, false, nil
 			case cur.Execution == ref && held == nil:
-				return nil, nil
+				return nil, false, nil
 			}
 			// Named, and this Run's lease released: it runs no more steps. A wait says until
 			// when, so that nobody looks at the operation before then.
@@ -439,7 +439,7 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled, rc *runCon
 			if until, err := time.Parse(operation.TimeFormat, d.ResumeAt); resume && err == nil {
 				f.WaitingUntil = &until
 			}
-			return []operation.Fact{f}, nil
+			return []operation.Fact{f}, false, nil
 		})
 		if err != nil {
 			// The execution is started and names itself at its first step (claim).
