@@ -48,7 +48,6 @@ func TestDecidesTheGate(t *testing.T) {
 		{"a cancel comes before a passed deadline", running(cancel), 2, nil, t0.Add(2 * time.Hour), operation.KindCanceled, "", NextDone, 0, 0},
 		{"the deadline passed", running(nil), 2, nil, t0.Add(time.Hour), operation.KindFailed, "deadline_exceeded", NextDone, 0, 0},
 		{"maxSteps done and the worker asks for more", running(nil), 20, &step.Report{Status: step.Continue}, t0, operation.KindFailed, "max_steps_exceeded", NextDone, 0, 0},
-		{"a type no longer defined", running(func(op *operation.Operation) { op.Type = "gone.type" }), 1, nil, t0, operation.KindFailed, "unsupported_operation_type", NextDone, 0, 0},
 		{"a wait asked for", running(nil), 1, delay(30), t0, "", "", NextWait, 30, 2},
 		{"a long wait is taken in pauses", running(nil), 1, delay(1800), t0, "", "", NextWait, int(step.MaxPause / time.Second), 2},
 		{"a wait past the deadline fails now", running(nil), 1, delay(7200), t0, operation.KindFailed, "deadline_exceeded", NextDone, 0, 0},

@@ -592,7 +592,7 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			return nil, g, nil // settled elsewhere: do no more work and record nothing
 		}
 		if typ, ok := r.Registry.Lookup(op.Type); ok && p.worker != "" && !r.serves(typ.Worker, p.worker) {
-			return nil, fmt.Errorf("%w: operation %s of type %s names function %s, not its worker's", ErrForged, op.ID, op.Type, p.worker)
+			return nil, g, fmt.Errorf("%w: operation %s of type %s names function %s, not its worker's", ErrForged, op.ID, op.Type, p.worker)
 		}
 		var out []operation.Fact
 		add := func(f operation.Fact) {
@@ -621,7 +621,7 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			// hands on the step's end it holds, so that the execution ends for the reconciler,
 			// which carries the work on once a function serves the type and settles it only
 			// past its deadline (operation.Operation.Unserved).
-			return nil, fmt.Errorf("%w: operation %s of type %s", ErrTypeNotServed, op.ID, op.Type)
+			return nil, g, fmt.Errorf("%w: operation %s of type %s", ErrTypeNotServed, op.ID, op.Type)
 		}
 		claim, superseded := r.claim(op, p.self)
 		if superseded {
