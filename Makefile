@@ -213,8 +213,9 @@ fuzz:
 bench: deps ddb-install
 	$(WITH_DDB) $(MAKE) --no-print-directory bench-run
 
-# What `bench` runs under its DynamoDB Local: every benchmark for BENCHTIME but issue 8's two
-# (run alone, each package starts its own DynamoDB Local). Those two run after it, each on a
+# What `bench` runs under its DynamoDB Local: every benchmark for BENCHTIME but the two under
+# conflicts, CONFLICTS and RACERS below (run alone, each package starts its own DynamoDB
+# Local). Those two run after it, each on a
 # fresh DynamoDB Local of its own (dynamotest.Main starts one when the endpoint is unset):
 # DynamoDB Local serves a table more slowly the more was written before it to tables of
 # longrun's schema, so behind the rest their figures would measure the emulator's history
