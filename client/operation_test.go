@@ -160,12 +160,30 @@ func checkDecoded(t *testing.T, op *client.Operation, want map[string]any) {
 	if v, ok := want["version"]; ok && float64(op.Version) != toFloat(v) {
 		t.Errorf("version %d, want %v", op.Version, v)
 	}
-	if created, _ := time.Parse(time.RFC3339, want["createdAt"].(string)); !op.CreatedAt.Equal(created) {
+	// The example's times are parsed, never taken as zero: a zero would equal a time that
+	// was not decoded at all.
+	created, err := time.Parse(time.RFC3339, fmt.Sprint(want["createdAt"]))
+	if err != nil {
+		t.Fatalf("the example's createdAt: %v", err)
+	}
+	if op.CreatedAt.IsZero() || !op.CreatedAt.Equal(created) {
 		t.Errorf("createdAt %v, want %v", op.CreatedAt, want["createdAt"])
 	}
+	if s, ok := want["updatedAt"].(string); ok {
+		updated, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatalf("the example's updatedAt: %v", err)
+		}
+		if op.UpdatedAt.IsZero() || !op.UpdatedAt.Equal(updated) {
+			t.Errorf("updatedAt %v, want %s", op.UpdatedAt, s)
+		}
+	}
 	if s, ok := want["observedAt"].(string); ok {
-		observed, _ := time.Parse(time.RFC3339, s)
-		if op.ObservedAt == nil || !op.ObservedAt.Equal(observed) {
+		observed, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatalf("the example's observedAt: %v", err)
+		}
+		if op.ObservedAt == nil || op.ObservedAt.IsZero() || !op.ObservedAt.Equal(observed) {
 			t.Errorf("observedAt %v, want %s", op.ObservedAt, s)
 		}
 	} else if op.ObservedAt != nil {

@@ -5,12 +5,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +29,15 @@ import (
 )
 
 func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// run is the command; it returns rather than exits, so that what it started is stopped by
+// its deferred calls on every way out.
+func run() error {
 	api := flag.String("api", "127.0.0.1:8080", "address of the API")
 	tokensFile := flag.String("tokens", "", "JSON file of bearer tokens: {\"token\": {\"tenant\": …, \"principal\": …}} (default: the contract's dev tokens)")
 	quiet := flag.Bool("quiet", false, "do not print the functions' logs")
@@ -41,8 +53,7 @@ func main() {
 	if *tokensFile != "" {
 		var err error
 		if tokens, err = apigateway.LoadTokens(*tokensFile); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return err
 		}
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -54,8 +65,7 @@ func main() {
 	if *quotaPreset != "" {
 		limits, err := quotas.Preset(*quotaPreset)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return err
 		}
 		opts.Quotas = &limits
 	}
@@ -74,8 +84,7 @@ func main() {
 		err = devstack.DivertEmulatorStdout(null)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return err
 	}
 	out := os.Stdout
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -85,16 +94,19 @@ func main() {
 	if *conflicts > 0 {
 		endpoint, closeAll, err := conflictFront(ctx, *dynamoEndpoint, *conflicts)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			return err
 		}
 		defer closeAll()
 		opts.DynamoDBEndpoint = endpoint
 	}
+	if root, err := ddblocal.ModuleRoot(); err == nil {
+		if hint := cacheHint(ctx, root); hint != "" {
+			fmt.Fprintln(os.Stderr, hint)
+		}
+	}
 	stack, err := devstack.Start(ctx, opts)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return err
 	}
 	fmt.Fprintf(out, "\nlongrun local stack is up (%.1fs)\n", time.Since(started).Seconds())
 	fmt.Fprintf(out, "  API        %s/v1\n", stack.APIURL)
@@ -140,6 +152,24 @@ func main() {
 		fmt.Fprintf(out, "quotas: %s\n", stack.Quotas.Stats())
 	}
 	stack.Close()
+	return nil
+}
+
+// cacheHint is what to tell the user whose module, at root, would get the stack's build
+// output (devstack builds the functions into root/.cache/bin/local) without git ignoring
+// it: "" when git ignores it, or when root is not in a git work tree (or git is missing),
+// where there is nothing to commit by mistake. It is said on every start until the folder is
+// ignored, and never after.
+func cacheHint(ctx context.Context, root string) string {
+	cmd := exec.CommandContext(ctx, "git", "check-ignore", "-q", filepath.Join(".cache", "bin", "local"))
+	cmd.Dir = root
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 { // 0: ignored; 128: not a repository
+		return ""
+	}
+	return fmt.Sprintf("longrun-local: the functions are built into %s, which git does not ignore: add .cache/ to your .gitignore",
+		filepath.Join(root, ".cache", "bin", "local"))
 }
 
 // reservations lists reserved concurrency by function, in name order.

@@ -22,7 +22,7 @@ type runner = func(ctx context.Context, x *invocation, pos []string) int
 func (c *cli) create(fs *flag.FlagSet) runner {
 	typ := fs.String("type", "", "the operation type, e.g. demo.task (longrun types lists them)")
 	input := fs.String("input", "{}", "the input: a `JSON` object, or @FILE to read it from a file, @- from stdin")
-	key := fs.String("key", "", "the Idempotency-Key (default: a new one, printed in the JSON output; run the same create with it to retry safely)")
+	key := fs.String("key", "", "the Idempotency-Key (default: a new one, printed in the JSON output, or with -wait on stderr; run the same create with it to retry safely)")
 	wait := fs.Bool("wait", false, "follow the operation until it ends; the exit status says how it ended")
 	timeout := fs.Duration("timeout", 0, "with -wait: stop waiting after this long, exit status 6 (default: until it ends)")
 	return func(ctx context.Context, x *invocation, pos []string) int {
@@ -40,8 +40,8 @@ func (c *cli) create(fs *flag.FlagSet) runner {
 		if err != nil {
 			return x.usageError("%v", err)
 		}
-		k := *key
-		if k == "" {
+		k, minted := *key, *key == ""
+		if minted {
 			k = client.NewIdempotencyKey()
 		} else if err := checkKey(k); err != nil {
 			return x.usageError("-key: %v", err)
@@ -59,8 +59,18 @@ func (c *cli) create(fs *flag.FlagSet) runner {
 			x.printAdmission(op)
 			return exitOK
 		}
-		return x.follow(ctx, api, *timeout, func(ctx context.Context) (*client.Operation, error) { return api.Create(ctx, req, nil) },
-			func(err error) int { return x.createFailed(err, k) }, mayHaveBeenAdmitted(k))
+		admit := func(ctx context.Context) (*client.Operation, error) {
+			op, err := api.Create(ctx, req, nil)
+			if err == nil && minted {
+				// stdout gets the operation as it ends, the API's representation, which has
+				// no key; the key a retry needs goes to stderr, beside the progress, at once,
+				// so that it is there however the wait ends.
+				fmt.Fprintf(x.stderr, "longrun: %s admitted with the minted Idempotency-Key %s (run the same create with -key %s to reach it again, never a second one)\n",
+					op.OperationID, k, k)
+			}
+			return op, err
+		}
+		return x.follow(ctx, api, *timeout, admit, func(err error) int { return x.createFailed(err, k) }, mayHaveBeenAdmitted(k))
 	}
 }
 

@@ -50,7 +50,8 @@ Usage:
 Commands:
   create -type T [-input JSON|@FILE|@-] [-key K] [-wait [-timeout D]]
         admit an operation, exactly once per key (-key; one is minted when omitted, and
-        printed in the JSON output: run the same create with it to retry safely)
+        printed in the JSON output, or with -wait on stderr: run the same create with it
+        to retry safely)
   get ID [-watch [-timeout D]]
         show an operation; with -watch, follow it until it ends
   wait ID [-timeout D]

@@ -296,6 +296,26 @@ func TestCreateSendsTheKeyTheTypeAndTheInput(t *testing.T) {
 	}
 }
 
+// create -wait prints the operation as it ended, which has no key: the key it minted goes
+// to stderr as soon as the operation is admitted, and it is the key that was sent.
+func TestCreateWaitPrintsTheKeyItMinted(t *testing.T) {
+	api := newFake(t, rep{State: "succeeded", Version: 5, Result: `{}`})
+	r := cliRun(t, api, "create", "-type", "demo.task", "-wait", "-o", "id")
+	key := api.sent()[0].header.Get("Idempotency-Key")
+	if r.code != 0 || len(key) != 36 || r.stdout != opID+"\n" {
+		t.Fatalf("%+v, key %q", r, key)
+	}
+	want := "longrun: " + opID + " admitted with the minted Idempotency-Key " + key + " (run the same create with -key " + key + " "
+	if !strings.HasPrefix(r.stderr, want) {
+		t.Fatalf("stderr does not start with the minted key:\n%s\nwant prefix:\n%s", r.stderr, want)
+	}
+	// A key the caller gave is not repeated back.
+	r = cliRun(t, api, "create", "-type", "demo.task", "-key", "k-2", "-wait", "-o", "id")
+	if r.code != 0 || strings.Contains(r.stderr, "Idempotency-Key") {
+		t.Fatalf("%+v", r)
+	}
+}
+
 func TestCreateReadsTheInputFromAFileOrStdin(t *testing.T) {
 	file := t.TempDir() + "/input.json"
 	if err := os.WriteFile(file, []byte("{\n  \"target\": \"from-file\"\n}\n"), 0o600); err != nil {

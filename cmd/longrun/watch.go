@@ -11,12 +11,12 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/longrun-dev/longrun/client"
+	"github.com/longrun-dev/longrun/internal/core/runes"
 )
 
 // follow runs first (the admission, or the first read) and then polls the operation until
@@ -372,15 +372,7 @@ func (r *liveReporter) render() {
 	if err != nil || width <= 0 {
 		width = 80
 	}
-	r.bar.Describe(truncate(text, width-30)) // the spinner or bar and its percent take the rest
-}
-
-func truncate(s string, n int) string {
-	n = max(n, 10)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
+	r.bar.Describe(runes.Cut(text, max(width-30, 10))) // the spinner or bar and its percent take the rest
 }
 
 func (r *liveReporter) stop() {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -34,6 +35,13 @@ type Environment struct {
 // ErrUnknownTemplate is the provisioner's refusal of a template it does not have: nothing
 // was created.
 var ErrUnknownTemplate = errors.New("unknown template")
+
+// ErrNotSent means that a request never left this process: the connection to the
+// provisioner could not be made (refused, unreachable, a name that does not resolve, a
+// timeout while dialling), so not a byte of it was written and the provisioner did nothing.
+// Any other failure to get an answer (a timeout or a reset after the request was written)
+// leaves open whether it acted, and is not ErrNotSent.
+var ErrNotSent = errors.New("provisioner: request not sent")
 
 // Provisioner is what the worker needs of a provisioning system.
 type Provisioner interface {
@@ -207,6 +215,9 @@ func (c Client) do(r *http.Request) (Environment, error) {
 	}
 	resp, err := hc.Do(r)
 	if err != nil {
+		if notSent(err) {
+			return Environment{}, fmt.Errorf("%w: %w", ErrNotSent, err)
+		}
 		return Environment{}, err
 	}
 	defer resp.Body.Close()
@@ -221,4 +232,13 @@ func (c Client) do(r *http.Request) (Environment, error) {
 		return Environment{}, fmt.Errorf("provisioner: %w", err)
 	}
 	return env, nil
+}
+
+// notSent says whether err, an error of http.Client.Do, proves that the request was never
+// written. net/http reports a connection it could not make as a *net.OpError whose Op is
+// "dial" (a DNS failure is one too, wrapping a *net.DNSError); once a connection is made,
+// the request may have been written, whatever fails after.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/longrun-dev/longrun/worker"
 
@@ -21,7 +22,17 @@ type Input struct {
 type state struct {
 	EnvironmentID string `json:"environmentId"`
 	Ready         bool   `json:"ready"`
+	// Unsent counts the steps in a row whose create never reached the provisioner.
+	Unsent int `json:"unsent,omitempty"`
 }
+
+// MaxUnsent is how many steps in a row may fail to reach the provisioner with the create
+// before the operation fails: the provisioner is down, and nothing was asked of it.
+const MaxUnsent = 5
+
+// unsentDelay is how long longrun waits before the step after the n-th create in a row that
+// was never sent: 2 s, doubling (30 s in all before the last try).
+func unsentDelay(n int) time.Duration { return 2 * time.Second << (n - 1) }
 
 // progress says how far the work has come. The number of steps depends on how long the
 // provisioner takes (one step per poll), so the worker reports a percentage, not a total.
@@ -48,12 +59,31 @@ func Steps(p provisioner.Provisioner) worker.Func[Input] {
 				// operation shows its input anyway.
 				return worker.Fail("unknown_template", "Unknown template", "The provisioner has no template of the name the input gives."), nil
 			}
+			if errors.Is(err, provisioner.ErrNotSent) {
+				// The request never left (connection refused, a name that does not resolve):
+				// the provisioner did nothing, so trying again is safe, and giving up is a
+				// plain failure, not an unknown outcome.
+				st.Unsent++
+				if st.Unsent >= MaxUnsent {
+					return worker.Fail("provisioner_unreachable", "The provisioner could not be reached",
+						fmt.Sprintf("%d requests in a row could not be sent to the provisioner; nothing was created.", st.Unsent)), nil
+				}
+				return worker.Continue(st).After(unsentDelay(st.Unsent)).WithProgress(progress(0, "provisioner unreachable; trying again")), nil
+			}
 			if err != nil {
-				return worker.Report{}, err // it may have been created: longrun says outcome_unknown
+				// The request may have reached the provisioner (a timeout or a reset after it
+				// was written): the environment may have been created, and only longrun's
+				// outcome_unknown says that honestly.
+				return worker.Report{}, err
 			}
 			return worker.Continue(state{EnvironmentID: env.ID}).WithProgress(progress(10, "environment requested")), nil
 		case !st.Ready:
 			env, err := p.Get(ctx, st.EnvironmentID)
+			if errors.Is(err, provisioner.ErrNotSent) {
+				// A poll that never left is polled again after the type's stepDelay, as one
+				// that found the environment not ready yet.
+				return worker.Continue(st).Wait().WithProgress(progress(50, "provisioner unreachable; polling again")), nil
+			}
 			if err != nil {
 				return worker.Report{}, err
 			}

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +90,94 @@ func TestAnUnknownTemplateFailsWithATypedProblem(t *testing.T) {
 			t.Errorf("the problem repeats the caller's template: %.200q", p.Detail)
 		}
 	}
+}
+
+// closedURL is the URL of a port nobody listens on: a request to it is refused before any
+// byte is written.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	return url
+}
+
+// A create that never left (the provisioner is down: connection refused) is tried again,
+// waiting longer each time, and after MaxUnsent tries the operation fails with a typed
+// problem, nothing created; it is never an unknown outcome.
+func TestACreateNeverSentIsTriedAgainThenFails(t *testing.T) {
+	steps, last := run(t, provisioner.Client{URL: closedURL(t)}, Input{Project: "shop", Environment: "qa-4", Template: "small"})
+	if last.Status() != worker.StatusFailed || last.Problem().Code != "provisioner_unreachable" {
+		t.Fatalf("%s %+v", last.Status(), last.Problem())
+	}
+	if len(steps) != MaxUnsent-1 {
+		t.Fatalf("%d tries before failing, want %d", len(steps), MaxUnsent-1)
+	}
+	want := 2 * time.Second
+	for i, rep := range steps {
+		if d, ok := rep.Delay(); !ok || d != want {
+			t.Errorf("try %d waits %v (%v), want %v", i+1, d, ok, want)
+		}
+		want *= 2
+	}
+}
+
+// Once the provisioner answers, the tries before it leave no trace: one environment, made
+// by the create that got through, and the operation goes on as usual.
+func TestACreateNeverSentSucceedsWhenTheProvisionerComesBack(t *testing.T) {
+	fake := &provisioner.Fake{ReadyAfter: 1}
+	down := closedURL(t)
+	up := httptest.NewServer(provisioner.Handler(fake))
+	defer up.Close()
+	var c flaky
+	c.urls = []string{down, down, up.URL}
+	_, last := run(t, &c, Input{Project: "shop", Environment: "qa-5", Template: "small"})
+	if last.Status() != worker.StatusSucceeded || fake.Creates() != 1 {
+		t.Fatalf("%s, %d environments", last.Status(), fake.Creates())
+	}
+}
+
+// A create whose request was written and whose answer never came (the connection closed
+// after the provisioner read it) may have created the environment: the step's error
+// escapes, and longrun records outcome_unknown.
+func TestACreateThatMayHaveBeenSentIsNotTriedAgain(t *testing.T) {
+	fake := &provisioner.Fake{ReadyAfter: 1}
+	lossy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		provisioner.Handler(fake).ServeHTTP(httptest.NewRecorder(), r) // created …
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close() // … and the answer is lost
+		}
+	}))
+	defer lossy.Close()
+	input, _ := json.Marshal(Input{Project: "shop", Environment: "qa-6", Template: "small"})
+	req := worker.Request{Protocol: worker.Protocol, OperationID: "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3", Type: "provision.environment",
+		Version: 1, Input: input, Step: 1, MaxSteps: 200, Deadline: time.Now().Add(2 * time.Hour), StepTimeoutSeconds: 300}
+	_, err := worker.Run(context.Background(), Steps(provisioner.Client{URL: lossy.URL}), req)
+	if err == nil || errors.Is(err, provisioner.ErrNotSent) || fake.Creates() != 1 {
+		t.Fatalf("error %v, %d environments: a lost answer must escape as an error, not be retried", err, fake.Creates())
+	}
+}
+
+// flaky is a provisioner client whose URL changes with each create: the provisioner is
+// down, then up.
+type flaky struct {
+	urls []string
+	used int
+}
+
+func (f *flaky) client() provisioner.Client {
+	return provisioner.Client{URL: f.urls[min(f.used, len(f.urls)-1)]}
+}
+
+func (f *flaky) Create(ctx context.Context, key string, req provisioner.Request) (provisioner.Environment, error) {
+	c := f.client()
+	f.used++
+	return c.Create(ctx, key, req)
+}
+
+func (f *flaky) Get(ctx context.Context, id string) (provisioner.Environment, error) {
+	return f.client().Get(ctx, id)
 }

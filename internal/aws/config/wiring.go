@@ -170,13 +170,6 @@ func handlerOf(handler any) lambda.Handler {
 	return lambda.NewHandlerWithOptions(handler, lambda.WithSetEscapeHTML(false))
 }
 
-// Start is Function.Start without tracing, for a main that has no Function.
-//
-// Deprecated: use Function.Start, which traces the invocations when tracing is on.
-func Start(handler any) {
-	lambda.Start(lambdalog.Invocations(handlerOf(handler)))
-}
-
 func exit(log *slog.Logger, err error) {
 	log.Error("configuration", "error", err.Error())
 	os.Exit(1)

@@ -19,6 +19,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
+	"github.com/longrun-dev/longrun/internal/core/runes"
 )
 
 const (
@@ -139,7 +140,7 @@ func (s *Service) Admit(ctx context.Context, req Request) (Outcome, error) {
 	typ, ok := s.Registry.Lookup(body.Type)
 	if !ok {
 		return Outcome{}, &problem.Error{Code: problem.UnsupportedOperationType,
-			Detail: fmt.Sprintf("Operation type %q is not registered.", truncate(body.Type, 64)),
+			Detail: fmt.Sprintf("Operation type %q is not registered.", runes.Cut(body.Type, 64)),
 			Fields: []problem.FieldError{{Pointer: "/type", Detail: "not a registered operation type"}}}
 	}
 	id := s.NewID()
@@ -241,10 +242,10 @@ func CheckMediaType(mediaType string, params map[string]string) error {
 		return problem.New(problem.InvalidInput, "Content-Type must be application/json.")
 	}
 	if mediaType != "application/json" {
-		return problem.New(problem.UnsupportedMediaType, "Content-Type %q is not supported: send application/json.", truncate(mediaType, 64))
+		return problem.New(problem.UnsupportedMediaType, "Content-Type %q is not supported: send application/json.", runes.Cut(mediaType, 64))
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return problem.New(problem.UnsupportedMediaType, "charset %q is not supported: the body must be UTF-8.", truncate(cs, 64))
+		return problem.New(problem.UnsupportedMediaType, "charset %q is not supported: the body must be UTF-8.", runes.Cut(cs, 64))
 	}
 	return nil
 }
@@ -273,7 +274,7 @@ func parseBody(mediaType string, params map[string]string, data []byte) (admissi
 	var fields []problem.FieldError
 	for name := range obj {
 		if name != "type" && name != "input" {
-			fields = append(fields, problem.FieldError{Pointer: "/" + name, Detail: fmt.Sprintf("%q is not a field of an admission request.", truncate(name, 64))})
+			fields = append(fields, problem.FieldError{Pointer: "/" + name, Detail: fmt.Sprintf("%q is not a field of an admission request.", runes.Cut(name, 64))})
 		}
 	}
 	typ, ok := obj["type"].(string)
@@ -311,13 +312,6 @@ func Fingerprint(mediaType string, typ optype.Type, target string, body any) (st
 	}
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:]), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // maxSafeInteger is the largest integer every double holds exactly (2^53 - 1, I-JSON's limit).

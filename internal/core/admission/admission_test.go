@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/longrun-dev/longrun/internal/core/jcs"
 	"github.com/longrun-dev/longrun/internal/core/optype"
@@ -172,6 +173,17 @@ func TestCheckMediaType(t *testing.T) {
 		if got := problem.CodeOf(CheckMediaType(tc.mediaType, tc.params)); got != tc.want {
 			t.Errorf("%q %v: %q, want %q", tc.mediaType, tc.params, got, tc.want)
 		}
+	}
+}
+
+// A long charset is echoed cut to 64 characters, never through one: the problem's detail
+// stays valid UTF-8 however the client's text falls.
+func TestCheckMediaTypeEchoesValidUTF8(t *testing.T) {
+	cs := "x" + strings.Repeat("é", 100) // a byte cut at 64 would split an é
+	err := CheckMediaType("application/json", map[string]string{"charset": cs})
+	var pe *problem.Error
+	if !errors.As(err, &pe) || !utf8.ValidString(pe.Detail) || !strings.Contains(pe.Detail, "x"+strings.Repeat("é", 62)+"…") {
+		t.Fatalf("%v", err)
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/longrun-dev/longrun/internal/core/runes"
 )
 
 // MaxDepth is the maximum nesting depth of objects and arrays accepted by
@@ -63,7 +65,7 @@ var (
 // programming error in the caller of Marshal, never from client input.
 var errUnsupported = errors.New("unsupported value type")
 
-// maxNameInError bounds how much of a member name is echoed in errors, so a
+// maxNameInError bounds how much of a member name (in characters) is echoed in errors, so a
 // hostile client cannot make us build (or log) huge messages.
 const maxNameInError = 64
 
@@ -287,7 +289,7 @@ func (p *parser) object() (any, error) {
 			return nil, err
 		}
 		if isDup(name) {
-			return nil, fmt.Errorf("%w %q at offset %d", ErrDuplicateMember, truncate(name, maxNameInError), nameOff)
+			return nil, fmt.Errorf("%w %q at offset %d", ErrDuplicateMember, runes.Cut(name, maxNameInError), nameOff)
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
@@ -581,17 +583,6 @@ func invalidUTF8Offset(b []byte) int {
 		i += size
 	}
 	return len(b)
-}
-
-// truncate shortens s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
 
 // ---------------------------------------------------------------------------

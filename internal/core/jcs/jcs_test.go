@@ -416,7 +416,7 @@ func TestErrorMessages(t *testing.T) {
 	if !errors.Is(err, ErrDuplicateMember) {
 		t.Fatalf("error = %v, want ErrDuplicateMember", err)
 	}
-	want := `duplicate member name "` + strings.Repeat("é", 32) + `..." at offset 206`
+	want := `duplicate member name "` + strings.Repeat("é", 63) + `…" at offset 206`
 	if err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
 	}

@@ -113,6 +113,24 @@ type Progress struct {
 	Message        string   `json:"message,omitempty"`
 }
 
+// reported says whether the worker said anything in p: a fact written by longrun alone (a
+// stop, a failure, a lease) carries only its own count.
+func (p Progress) reported() bool {
+	return p.TotalSteps != 0 || p.Percent != nil || p.Message != ""
+}
+
+// then is the progress once a fact carrying next is recorded after p (nil before any). The
+// count is always next's. What the worker said is next's when next says anything, and
+// otherwise what it last said before: a worker that failed, or whose last fast steps were
+// recorded with the fact that ended the work, has its last totalSteps, percent and message
+// kept to the end, not replaced by a bare count.
+func (p *Progress) then(next Progress) *Progress {
+	if p != nil && !next.reported() {
+		next.TotalSteps, next.Percent, next.Message = p.TotalSteps, p.Percent, p.Message
+	}
+	return &next
+}
+
 // Problem is a typed problem attached to a failed or outcome_unknown operation.
 type Problem struct {
 	Type   string `json:"type"`
@@ -380,8 +398,7 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 		o.Problem = f.Problem
 	}
 	if f.Progress != nil {
-		p := *f.Progress
-		o.Progress = &p
+		o.Progress = o.Progress.then(*f.Progress)
 	}
 	if f.Execution != "" { // dispatched, or the execution a Run continued the work in
 		o.Execution = f.Execution

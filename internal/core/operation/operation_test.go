@@ -258,6 +258,55 @@ func TestProgressIsFoldedFromFacts(t *testing.T) {
 	}
 }
 
+// The end of the work keeps what the worker last said about its progress: a failure, a stop
+// or a step's end recorded by longrun alone carries only the count of completed steps, and
+// the totalSteps, percent and message reported before survive it; a report that says
+// anything replaces them all.
+func TestTheLastReportedProgressSurvivesTheEnd(t *testing.T) {
+	pct := 33.0
+	said := Progress{CompletedSteps: 1, TotalSteps: 3, Percent: &pct, Message: "step 1 of 3 done"}
+	running := []Fact{
+		{Version: 1, Kind: KindAccepted, At: t0, Source: SourceAdmission, Admission: &Admission{Type: "demo.task"}},
+		{Version: 2, Kind: KindStarted, At: t0, Source: SourceExecutor},
+		{Version: 3, Kind: KindProgress, At: t0, Source: SourceExecutor, Progress: &said},
+	}
+	cases := []struct {
+		name string
+		end  Fact
+		want string
+	}{
+		{"a failure with the count alone", Fact{Kind: KindFailed, Problem: NewProblem("demo_failed", "Failed", "asked"), Progress: &Progress{CompletedSteps: 2}},
+			`{"completedSteps":2,"totalSteps":3,"percent":33,"message":"step 1 of 3 done"}`},
+		{"a cancel with the count alone", Fact{Kind: KindCanceled, Progress: &Progress{CompletedSteps: 2}},
+			`{"completedSteps":2,"totalSteps":3,"percent":33,"message":"step 1 of 3 done"}`},
+		{"a progress fact with the count alone", Fact{Kind: KindProgress, Progress: &Progress{CompletedSteps: 1}},
+			`{"completedSteps":1,"totalSteps":3,"percent":33,"message":"step 1 of 3 done"}`},
+		{"an end without progress", Fact{Kind: KindOutcomeUnknown, Problem: NewProblem("result_lost", "Lost", "lost")},
+			`{"completedSteps":1,"totalSteps":3,"percent":33,"message":"step 1 of 3 done"}`},
+		{"a success that reports", Fact{Kind: KindSucceeded, Progress: &Progress{CompletedSteps: 3, TotalSteps: 3}},
+			`{"completedSteps":3,"totalSteps":3}`},
+		{"a success that reports a message only", Fact{Kind: KindSucceeded, Progress: &Progress{CompletedSteps: 3, Message: "done"}},
+			`{"completedSteps":3,"message":"done"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			end := tc.end
+			end.Version, end.At, end.Source = 4, t0.Add(time.Second), SourceExecutor
+			op, err := Fold("op_1", append(append([]Fact(nil), running...), end))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(op.Represent("/x").Progress)
+			if string(got) != tc.want {
+				t.Fatalf("progress %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if said.CompletedSteps != 1 || said.Message != "step 1 of 3 done" {
+		t.Fatalf("the fold changed a fact's progress: %+v", said)
+	}
+}
+
 // A lease marks a step in flight until it runs out, is released by the next executor fact,
 // or is voided by the work moving to another execution; a client's fact (a cancel) leaves
 // it, since the step is still in flight.

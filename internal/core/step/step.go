@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/longrun-dev/longrun/internal/core/runes"
 )
 
 // Protocol names this version of the protocol in every request.
@@ -252,7 +254,7 @@ func parseProblem(raw json.RawMessage, cutText bool) (*Problem, error) {
 		}
 	}
 	if cutText {
-		p.Title, p.Detail = cut(p.Title, maxTitle), cut(p.Detail, maxDetail)
+		p.Title, p.Detail = runes.Cut(p.Title, maxTitle), runes.Cut(p.Detail, maxDetail)
 	}
 	switch {
 	case !codePattern.MatchString(p.Code):
@@ -300,7 +302,7 @@ func parseProgress(raw json.RawMessage, cutText bool) (*Progress, error) {
 				return nil, err
 			}
 			if cutText {
-				p.Message = cut(p.Message, maxMessage)
+				p.Message = runes.Cut(p.Message, maxMessage)
 			}
 			if utf8.RuneCountInString(p.Message) > maxMessage {
 				return nil, fmt.Errorf("progress.message must be at most %d characters", maxMessage)
@@ -310,25 +312,6 @@ func parseProgress(raw json.RawMessage, cutText bool) (*Progress, error) {
 		}
 	}
 	return &p, nil
-}
-
-// cut shortens s to at most limit characters, the last of them "…" when it cut. The worker
-// package cuts a Go worker's text the same way (worker.Fail).
-func cut(s string, limit int) string {
-	if utf8.RuneCountInString(s) <= limit {
-		return s
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if n == limit-1 {
-			break
-		}
-		b.WriteRune(r)
-		n++
-	}
-	b.WriteString("…")
-	return b.String()
 }
 
 // object decodes a JSON object into its members, matched by their exact names. It refuses

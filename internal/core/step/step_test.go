@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/longrun-dev/longrun/internal/core/runes"
 	"github.com/longrun-dev/longrun/internal/core/step"
 )
 
@@ -73,6 +74,16 @@ type reportCase struct {
 	doc   string
 	valid bool
 	want  step.Report
+}
+
+// name is the case's subtest name: whether it is valid, and the start of its document
+// (t.Run makes names unique).
+func (c reportCase) name() string {
+	kind := "invalid"
+	if c.valid {
+		kind = "valid"
+	}
+	return kind + " " + runes.Cut(c.doc, 48)
 }
 
 func ok(doc string, want step.Report) reportCase {
@@ -272,31 +283,30 @@ func TestParseReportAgreesWithTheSchema(t *testing.T) {
 	statuses := map[step.Status]int{}
 	var valid, invalid int
 	for _, tc := range cases {
-		schemaErr := validate(s, []byte(tc.doc))
-		rep, err := parseSafely(t, tc.doc)
-		if (schemaErr == nil) != (err == nil) {
-			t.Errorf("%.120q: the schema says %v, ParseReport says %v", tc.doc, schemaErr, err)
-		}
-		if (schemaErr == nil) != tc.valid {
-			t.Errorf("%.120q: the schema says %v, want valid %v", tc.doc, schemaErr, tc.valid)
-		}
-		if !tc.valid {
+		if tc.valid {
+			valid++
+			statuses[tc.want.Status]++
+		} else {
 			invalid++
-			if err == nil {
-				t.Errorf("%.120q: ParseReport accepts it as %+v", tc.doc, rep)
-			} else if !errors.Is(err, step.ErrInvalidReport) || !reflect.DeepEqual(rep, step.Report{}) {
-				t.Errorf("%.120q: %v (not ErrInvalidReport) with %+v", tc.doc, err, rep)
+		}
+		t.Run(tc.name(), func(t *testing.T) {
+			schemaErr := validate(s, []byte(tc.doc))
+			rep, err := parseSafely(t, tc.doc)
+			if (schemaErr == nil) != (err == nil) {
+				t.Errorf("%.120q: the schema says %v, ParseReport says %v", tc.doc, schemaErr, err)
 			}
-			continue
-		}
-		valid++
-		statuses[tc.want.Status]++
-		if err != nil {
-			continue
-		}
-		if !reflect.DeepEqual(rep, tc.want) {
-			t.Errorf("%.120q:\n got %s\nwant %s", tc.doc, show(rep), show(tc.want))
-		}
+			if (schemaErr == nil) != tc.valid {
+				t.Errorf("%.120q: the schema says %v, want valid %v", tc.doc, schemaErr, tc.valid)
+			}
+			switch {
+			case !tc.valid && err == nil:
+				t.Errorf("%.120q: ParseReport accepts it as %+v", tc.doc, rep)
+			case !tc.valid && (!errors.Is(err, step.ErrInvalidReport) || !reflect.DeepEqual(rep, step.Report{})):
+				t.Errorf("%.120q: %v (not ErrInvalidReport) with %+v", tc.doc, err, rep)
+			case tc.valid && err == nil && !reflect.DeepEqual(rep, tc.want):
+				t.Errorf("%.120q:\n got %s\nwant %s", tc.doc, show(rep), show(tc.want))
+			}
+		})
 	}
 	for _, st := range []step.Status{step.Continue, step.Succeeded, step.Failed, step.OutcomeUnknown} {
 		if statuses[st] == 0 {
@@ -354,24 +364,26 @@ func TestParseReportCuttingText(t *testing.T) {
 	}
 	read := map[string]bool{}
 	for _, tc := range cases {
-		strict, strictErr := step.ParseReport([]byte(tc.doc))
-		got, err := step.ParseReportCuttingText([]byte(tc.doc))
-		want, isTextOnly := textOnly[tc.doc]
-		switch {
-		case strictErr == nil:
-			if err != nil || !reflect.DeepEqual(got, strict) {
-				t.Errorf("%.120q: read as %s, %v; ParseReport reads %s", tc.doc, show(got), err, show(strict))
+		t.Run(tc.name(), func(t *testing.T) {
+			strict, strictErr := step.ParseReport([]byte(tc.doc))
+			got, err := step.ParseReportCuttingText([]byte(tc.doc))
+			want, isTextOnly := textOnly[tc.doc]
+			switch {
+			case strictErr == nil:
+				if err != nil || !reflect.DeepEqual(got, strict) {
+					t.Errorf("%.120q: read as %s, %v; ParseReport reads %s", tc.doc, show(got), err, show(strict))
+				}
+			case isTextOnly:
+				read[tc.doc] = true
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("%.120q:\n got %.300s %v\nwant %.300s", tc.doc, show(got), err, show(want))
+				}
+			default:
+				if !errors.Is(err, step.ErrInvalidReport) || !reflect.DeepEqual(got, step.Report{}) {
+					t.Errorf("%.120q: read as %s, %v; ParseReport refuses it: %v", tc.doc, show(got), err, strictErr)
+				}
 			}
-		case isTextOnly:
-			read[tc.doc] = true
-			if err != nil || !reflect.DeepEqual(got, want) {
-				t.Errorf("%.120q:\n got %.300s %v\nwant %.300s", tc.doc, show(got), err, show(want))
-			}
-		default:
-			if !errors.Is(err, step.ErrInvalidReport) || !reflect.DeepEqual(got, step.Report{}) {
-				t.Errorf("%.120q: read as %s, %v; ParseReport refuses it: %v", tc.doc, show(got), err, strictErr)
-			}
-		}
+		})
 	}
 	if len(read) != len(textOnly) {
 		t.Fatalf("only %d of the %d text-only documents are refused by ParseReport", len(read), len(textOnly))

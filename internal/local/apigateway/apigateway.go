@@ -21,6 +21,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/longrun-dev/longrun/internal/core/runes"
 )
 
 // Caller is who a token stands for.
@@ -87,13 +89,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil || fnErr != "" {
 		// API Gateway answers a failed integration with its own 502; the API function is
 		// written never to fail that way.
-		g.Log.ErrorContext(r.Context(), "integration failed", "function_error", fnErr, "error", fmt.Sprint(err), "payload", truncate(string(out), 512))
+		g.Log.ErrorContext(r.Context(), "integration failed", "function_error", fnErr, "error", fmt.Sprint(err), "payload", runes.Cut(string(out), 512))
 		gatewayError(w, http.StatusBadGateway, "Internal server error")
 		return
 	}
 	var resp events.APIGatewayProxyResponse
 	if err := json.Unmarshal(out, &resp); err != nil || resp.StatusCode == 0 {
-		g.Log.ErrorContext(r.Context(), "integration failed", "error", "not a proxy response: "+fmt.Sprint(err), "payload", truncate(string(out), 512))
+		g.Log.ErrorContext(r.Context(), "integration failed", "error", "not a proxy response: "+fmt.Sprint(err), "payload", runes.Cut(string(out), 512))
 		gatewayError(w, http.StatusBadGateway, "Internal server error")
 		return
 	}
@@ -179,11 +181,4 @@ func host(addr string) string {
 		return addr
 	}
 	return h
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

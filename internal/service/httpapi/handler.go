@@ -28,6 +28,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
+	"github.com/longrun-dev/longrun/internal/core/runes"
 	"github.com/longrun-dev/longrun/internal/core/tracelink"
 )
 
@@ -232,7 +233,7 @@ func (h *Handler) startSpan(ctx context.Context, ev events.APIGatewayProxyReques
 		caller = strings.TrimSpace(traceparent[0])
 	}
 	route, _ := routeOf(strings.TrimSuffix(ev.Path, "/"))
-	method := truncate(ev.HTTPMethod, 16)
+	method := runes.Cut(ev.HTTPMethod, 16)
 	attrs := []attribute.KeyValue{attribute.String("http.request.method", method)}
 	name := method
 	if name == "" {
@@ -321,12 +322,12 @@ func (e *allowError) Unwrap() error { return e.err }
 // path's methods.
 func methodNotAllowed(method, path string, allow ...string) error {
 	return &allowError{allow: allow, err: problem.New(problem.MethodNotAllowed, "%s is not a method of %s; it has %s.",
-		truncate(method, 16), truncate(path, 128), strings.Join(allow, ", "))}
+		runes.Cut(method, 16), runes.Cut(path, 128), strings.Join(allow, ", "))}
 }
 
 // errNoRoute is the 404 for a path the API does not have.
 func errNoRoute(method, path string) error {
-	return problem.New(problem.NotFound, "No such route: %s %s.", method, truncate(path, 128))
+	return problem.New(problem.NotFound, "No such route: %s %s.", method, runes.Cut(path, 128))
 }
 
 func (h *Handler) admit(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope) (response, string, error) {
@@ -674,11 +675,4 @@ func lowerHex(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

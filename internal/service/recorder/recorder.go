@@ -130,8 +130,9 @@ func (in Input) unrecorded() Input {
 	return in
 }
 
-// ran is the step whose end in reports, 0 when none: the last decision sent the worker a
-// request, and the workflow has been back since.
+// ran is the request of the step whose end in brings (its report in Task, or its failure in
+// Error): the workflow's last decision sent that request to the worker. It is nil when in
+// brings no step's end: on the first call, or when the last decision sent no step.
 func (in Input) ran() *step.Request {
 	if d := in.last(); d != nil && d.Next == NextWork {
 		return d.Request

@@ -146,8 +146,9 @@ type runContext struct {
 	// until the Run takes it (Claims) to go on with the next step.
 	delivered int
 	// sync is whether a parked Run invokes its next step synchronously, in its own
-	// invocation: the step before took less than SyncBelow. ran is the last step it ran
-	// so, and claimed the last step whose end it took (Claims).
+	// invocation, which it does when the step before took less than SyncBelow. ran is the
+	// number of the last step it invoked synchronously, and claimed the number of the last
+	// step whose end it took (Claims).
 	sync    bool
 	ran     int
 	claimed int
