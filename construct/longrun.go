@@ -95,20 +95,22 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	// wants *Longrun to have a method of its own: GrantCall is).
 	constructs.NewConstruct_Override(lr, scope, jsii.String(id))
 
+	// Each step reads what the steps before it built: the recorder comes before the
+	// workflows (they invoke it), the workflows before the functions that start them.
 	b := newBuilder(lr, props, served)
-	b.storage()
-	b.shared()
-	b.recorder()
-	b.workflows()
-	b.functions()
-	b.grants()
-	b.streams()
-	b.schedule()
-	b.api()
-	b.alarms()
-	b.metricAlarms()
-	b.dashboard()
-	b.suppressFindings()
+	b.storage()          // the table, the bus, the dead-letter queues
+	b.shared()           // what every function gets: environment, layers, sizes, tracing
+	b.recorder()         // the recorder and its grants on the workflows (by name)
+	b.workflows()        // two state machines per worker, and the workers' destinations
+	b.functions()        // the api (and its user pool), dispatcher, notifier, reconciler
+	b.grants()           // the functions' grants on the table, workflows, queue and bus
+	b.streams()          // the table's stream mappings
+	b.schedule()         // the reconciler's schedule
+	b.api()              // the REST API
+	b.alarms()           // alarms on errors, dead letters and log lines
+	b.metricAlarms()     // alarms on longrun's metrics
+	b.dashboard()        // the dashboard
+	b.suppressFindings() // cdk-nag findings decided against, with reasons
 	return lr
 }
 
@@ -117,8 +119,9 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 // lets a function write to every log group of the account, so a worker could write metric
 // lines into longrun's log groups, which feed its alarms. Its id is <id>ServiceRole, the
 // logical id prefix of the role CDK would make for the function <id>. The function's other
-// permissions are added to it as usual (grants, tracing). A team can give its workers such
-// a role too (infra/stack does).
+// permissions are added to it as usual (grants, tracing). It is exported for the app's own
+// workers, which should have such a role too (docs/adopting.md; infra/stack gives its
+// built-in workers one).
 func FunctionRole(scope constructs.Construct, id string, logs awslogs.ILogGroup) awsiam.Role {
 	role := awsiam.NewRole(scope, jsii.String(id+"ServiceRole"), &awsiam.RoleProps{
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
