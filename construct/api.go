@@ -31,7 +31,7 @@ const OperatorsGroup = "longrun-operators"
 // pool must define it, writable by administrators only.
 const TenantAttribute = "tenant"
 
-// newUserPool is nil with IAM authorization. With Cognito it is the existing pool and its
+// userPool is nil with IAM authorization. With Cognito it is the existing pool and its
 // configured clients, or a pool the construct creates: users are created by administrators
 // (no self sign-up), custom:tenant is set and changed by administrators only
 // (AdminCreateUser, AdminUpdateUserAttributes), and the one app client may read it but not
