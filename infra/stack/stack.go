@@ -125,7 +125,7 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 func suppressWorkerFindings(worker awslambda.Function) {
 	fn := []*cdknag.NagPackSuppression{
 		{
-			Id:     jsii.String("Serverless-LambdaDLQ"),
+			Id: jsii.String("Serverless-LambdaDLQ"),
 			Reason: jsii.String("The recorder sends a step asynchronously with the recorder as the worker's destination on failure (the event, with the request): " +
 				"it records how the step ended, where a dead-letter queue would keep it from the operation."),
 		},

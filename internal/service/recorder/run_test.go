@@ -228,7 +228,7 @@ func TestRunHandsTheWorkOn(t *testing.T) {
 		s := &script{answers: []any{`{"status":"continue","state":{"n":1},"wait":true}`, `{"status":"continue","state":{"n":2}}`, `{"status":"succeeded"}`}}
 		w := f.run(s, recorder.Input{OperationID: id, CorrelationID: "corr-1"})
 		st := ex.last(t)
-		ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id+"-1"})
+		ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id + "-1"})
 		if w.Next != recorder.NextWait || w.WaitSeconds != 20 || w.ContinuedIn != id+"-1" || len(s.requests) != 1 ||
 			st.workflow != "test-poll" || !st.resume || st.name != id+"-1" || st.input.Continuation != 1 || st.input.CorrelationID != "corr-1" {
 			t.Fatalf("a wait goes on in the resume state machine: %+v, started %+v after %d steps", w, st, len(s.requests))
@@ -417,7 +417,7 @@ func TestRacingHandBacksRecordOnce(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id+"-1"})
+			ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id + "-1"})
 			op := f.load(id)
 			// One runs the step and hands on; the other found the step in flight (the
 			// workflow tries it again) or, coming after, the work handed on (it does
@@ -580,7 +580,7 @@ func TestTheNextExecutionExistsBeforeAFactNamesIt(t *testing.T) {
 		ex := &executions{}
 		f.rec.Executions = ex
 		id := f.newOp()
-		ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id+"-1"})
+		ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id + "-1"})
 		namedAtStart := ""
 		ex.onStart = func(string) error { namedAtStart = f.load(id).Execution; return nil }
 		d := f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
@@ -604,7 +604,7 @@ func TestAContinuationNamesItself(t *testing.T) {
 		s := &script{answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
 		f.clock.Add(time.Minute)
 		d := f.run(s, recorder.Input{OperationID: id3, Continuation: 1, Gate: &recorder.Gate{Decision: &wait}})
-		own, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id3+"-1"})
+		own, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id3 + "-1"})
 		op := f.load(id3)
 		if before.Execution == own || d.Next != recorder.NextDone || op.State != operation.Succeeded || len(s.requests) != 1 || s.requests[0].Step != 2 {
 			t.Fatalf("%+v: %s after %d steps, named %q (before %q)", d, op.State, len(s.requests), op.Execution, before.Execution)
@@ -627,7 +627,7 @@ func TestTwoHandBacksOnDifferentMachinesContinueOnce(t *testing.T) {
 		id := f.newOp()
 		// Run A handed a wait on: <id>-1 on the resume state machine is named.
 		f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
-		resumeRef, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id+"-1"})
+		resumeRef, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id + "-1"})
 		if f.load(id).Execution != resumeRef {
 			t.Fatal("Run A's continuation is not named")
 		}
@@ -791,7 +791,7 @@ func TestAContinuationOfWorkNotStartedStartsIt(t *testing.T) {
 	}
 	s := &script{answers: []any{`{"status":"succeeded"}`}}
 	d := f.run(s, recorder.Input{OperationID: id, Continuation: 1})
-	own, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Name: id+"-1"})
+	own, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Name: id + "-1"})
 	if op := f.load(id); d.Next != recorder.NextDone || op.State != operation.Succeeded || op.Execution != own || len(s.requests) != 1 {
 		t.Fatalf("%+v: %s, latest %q after %d steps", d, op.State, op.Execution, len(s.requests))
 	}
