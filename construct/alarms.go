@@ -6,27 +6,24 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
-	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/longrun-dev/longrun/internal/aws/cdkid"
+	"github.com/longrun-dev/longrun/internal/aws/logpattern"
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
-	"github.com/longrun-dev/longrun/internal/core/optype"
 )
 
-// newAlarms watches what must never pile up: dead letters (a record no consumer could
+// alarms watch what must never pile up: dead letters (a record no consumer could
 // handle), function errors (longrun's and the workers'), failed workflows, operations the
 // reconciler had to repair (stuck work), admissions refused for a full quota, and operations
 // that ended outcome_unknown (each holds its lock and quota slot). Alarms carry no actions:
 // each account routes them its own way.
-func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambda.Function, workers map[string]awslambda.IFunction,
-	dlqs map[string]awssqs.Queue, machines, resumes map[string]awsstepfunctions.StateMachine, name func(string) *string) {
+func (b *builder) alarms() {
+	scope, props, name := b.c, b.props, b.name
+	fns, workers, dlqs, machines, resumes := b.lr.Functions, b.props.Workers, b.lr.DeadLetterQueues, b.lr.StateMachines, b.lr.ResumeStateMachines
 	alarm := func(id string, metric awscloudwatch.IMetric, desc string) {
 		awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName:          name(id),
@@ -81,14 +78,14 @@ func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambd
 		})
 	}
 	// The reconciler logs one line per repaired operation; repairs mean work got stuck.
-	filter := logMetric("StuckOperationsRepaired", "reconciler", StuckPattern, "StuckOperationsRepaired", "1")
+	filter := logMetric("StuckOperationsRepaired", "reconciler", logpattern.Stuck, "StuckOperationsRepaired", "1")
 	alarm("StuckOperations", filter.Metric(&awscloudwatch.MetricOptions{
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 	}), "The reconciler had to dispatch, stop or settle operations that were stuck.")
 
 	// Admission refused for a full quota (the API's request line; 429 is quota_exceeded
 	// only): a caller or tenant holds every slot, by load or because its operations do not end.
-	quota := logMetric("QuotaExceededFilter", "api", QuotaExceededPattern, "QuotaExceeded", "1")
+	quota := logMetric("QuotaExceededFilter", "api", logpattern.QuotaExceeded, "QuotaExceeded", "1")
 	alarm("QuotaExceeded", quota.Metric(&awscloudwatch.MetricOptions{
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
 	}), "Admissions were refused with 429 quota_exceeded: a tenant's or caller's active operations fill its quota.")
@@ -97,8 +94,8 @@ func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambd
 	// have acted) or the reconciler (stopped past the deadline, ended mid-work). Each keeps
 	// its target lock and quota slot until an operator resolves it. One metric, a filter on
 	// each function's log.
-	logMetric("RecorderOutcomeUnknownFilter", "recorder", RecorderOutcomeUnknownPattern, "OutcomeUnknownRecorded", "1")
-	logMetric("ReconcilerOutcomeUnknownFilter", "reconciler", ReconcilerOutcomeUnknownPattern, "OutcomeUnknownRecorded", "1")
+	logMetric("RecorderOutcomeUnknownFilter", "recorder", logpattern.RecorderOutcomeUnknown, "OutcomeUnknownRecorded", "1")
+	logMetric("ReconcilerOutcomeUnknownFilter", "reconciler", logpattern.ReconcilerOutcomeUnknown, "OutcomeUnknownRecorded", "1")
 	alarm("OutcomeUnknown", awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace: jsii.String("longrun/" + props.Stage), MetricName: jsii.String("OutcomeUnknownRecorded"),
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
@@ -107,38 +104,18 @@ func newAlarms(scope constructs.Construct, props *Props, fns map[string]awslambd
 	// How many operations wait for an operator, all tenants together: every reconciler run
 	// logs the number (the attention index), so the alarm stays on until they are resolved
 	// (`longrun unknown` lists them).
-	waiting := logMetric("OutcomeUnknownWaitingFilter", "reconciler", WaitingPattern, "OutcomeUnknownWaiting", "$.outcome_unknown")
+	waiting := logMetric("OutcomeUnknownWaitingFilter", "reconciler", logpattern.Waiting, "OutcomeUnknownWaiting", "$.outcome_unknown")
 	alarm("OutcomeUnknownWaiting", waiting.Metric(&awscloudwatch.MetricOptions{
 		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
 	}), "Operations are waiting in outcome_unknown for an operator (longrun unknown lists them; resolve settles them).")
 }
 
-// The log lines the alarms count (JSON, as internal/aws/lambdalog writes them: Powertools'
-// field names, the slog message under message).
-const (
-	// StuckPattern: the reconciler's "reconciled" line (internal/service/reconcile).
-	StuckPattern = `{ $.message = "reconciled" && ($.action = "stopped" || $.action = "recorded" || $.action = "dispatched") }`
-	// QuotaExceededPattern: the API's "request" line (internal/service/httpapi, Handle).
-	QuotaExceededPattern = `{ $.message = "request" && $.status = 429 }`
-	// WaitingPattern: the reconciler's "run" line, whose outcome_unknown is the number of
-	// operations in that state (-1 when it could not count: left out).
-	WaitingPattern = `{ $.message = "run" && $.outcome_unknown >= 0 }`
-)
-
-// The recorder's "recorded" line (internal/service/recorder) and the reconciler's
-// "reconciled" line, each with the kind of the fact it meant to record (outcome) and the
-// operation's state after the call (state): both outcome_unknown means it was recorded now
-// (a dropped fact leaves another state).
-const (
-	RecorderOutcomeUnknownPattern   = `{ $.message = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
-	ReconcilerOutcomeUnknownPattern = `{ $.message = "reconciled" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }`
-)
-
-// newMetricAlarms are the alarms on longrun's own metrics and the API's answers, on top of
-// newAlarms': the API's 5xx rate, transaction conflicts, the dispatch lag of each type and
+// metricAlarms are the alarms on longrun's own metrics and the API's answers, on top of
+// alarms': the API's 5xx rate, transaction conflicts, the dispatch lag of each type and
 // outcome_unknown of each type. Alarms cannot use SEARCH, so each names its series exactly
 // (metrics.metric). docs/observability.md ("Dashboard and alarms") gives the thresholds.
-func newMetricAlarms(scope constructs.Construct, props *Props, m metrics, api awsapigateway.RestApi, reg *optype.Registry, name func(string) *string) {
+func (b *builder) metricAlarms() {
+	scope, props, name, m, api, reg := b.c, b.props, b.name, b.metrics, b.lr.API, b.served.registry
 	opts := props.Alarms.withDefaults()
 	five := awscdk.Duration_Minutes(jsii.Number(metricPeriod))
 	alarm := func(id string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, desc string) {

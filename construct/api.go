@@ -8,9 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -22,21 +20,25 @@ type userPool struct {
 	clientIDs *string
 }
 
-// OperatorsGroup is the Cognito group whose members are operators (internal/service/httpapi,
-// Callers.IsOperator).
+// OperatorsGroup is the Cognito group whose members are operators: they may resolve
+// operations whose outcome is unknown. With Cognito authorization the construct creates it
+// in the pool it creates; a team adds its operators to it (AdminAddUserToGroup), and an
+// existing pool (CognitoOptions.UserPool) must have a group of this name.
 const OperatorsGroup = "longrun-operators"
 
 // TenantAttribute is the custom attribute that carries a user's tenant (custom:tenant in
-// the ID token).
+// the ID token): a team sets it when it creates a user (AdminCreateUser), and an existing
+// pool must define it, writable by administrators only.
 const TenantAttribute = "tenant"
 
-// newUserPool is nil with IAM authorization. With Cognito it is the existing pool and its
+// userPool is nil with IAM authorization. With Cognito it is the existing pool and its
 // configured clients, or a pool the construct creates: users are created by administrators
 // (no self sign-up), custom:tenant is set and changed by administrators only
 // (AdminCreateUser, AdminUpdateUserAttributes), and the one app client may read it but not
 // write it, so nobody chooses their own tenant. Its write attributes are listed explicitly:
 // a client without a list may write every attribute.
-func newUserPool(scope constructs.Construct, props *Props, dev bool, name func(string) *string) *userPool {
+func (b *builder) userPool() *userPool {
+	scope, props, name := b.c, b.props, b.name
 	if props.Cognito == nil {
 		return nil
 	}
@@ -60,8 +62,8 @@ func newUserPool(scope constructs.Construct, props *Props, dev bool, name func(s
 		},
 		Mfa:                awscognito.Mfa_OPTIONAL,
 		MfaSecondFactor:    &awscognito.MfaSecondFactor{Otp: jsii.Bool(true), Sms: jsii.Bool(false)},
-		DeletionProtection: jsii.Bool(!dev),
-		RemovalPolicy:      removal(dev),
+		DeletionProtection: jsii.Bool(!b.dev),
+		RemovalPolicy:      b.removal(),
 	})
 	client := pool.AddClient(jsii.String("ApiClient"), &awscognito.UserPoolClientOptions{
 		UserPoolClientName:         name("api"),
@@ -118,11 +120,12 @@ func accessLogFormat() string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-// newAPI is the REST API: every method authorized (IAM by default, a Cognito user pool when
-// configured), proxied to the api function, which sees every path and method (its routing
-// answers 404 and 405), with API Gateway's own errors rewritten as the contract's
-// problem+json and the stage throttled (and traced, when traced).
-func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Function, users *userPool, traced bool, name func(string) *string) awsapigateway.RestApi {
+// restAPI is the REST API: every method authorized (IAM by default, the Cognito user pool
+// when configured), proxied to the api function, which sees every path and method (its
+// routing answers 404 and 405), with API Gateway's own errors rewritten as the contract's
+// problem+json and the stage throttled (and traced, when tracing is on).
+func (b *builder) restAPI() awsapigateway.RestApi {
+	scope, props, name, fn, users := b.c, b.props, b.name, b.lr.Functions["api"], b.users
 	rate, burst := props.ThrottleRate, props.ThrottleBurst
 	if rate == 0 {
 		rate, burst = 100, 200
@@ -131,7 +134,7 @@ func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Fun
 	accessLogs := awslogs.NewLogGroup(scope, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String("/aws/apigateway/longrun-" + props.Stage + "-api/access"),
 		Retention:     awslogs.RetentionDays_ONE_MONTH,
-		RemovalPolicy: removal(dev),
+		RemovalPolicy: b.removal(),
 	})
 	var roleRemoval awscdk.RemovalPolicy
 	if props.APIGatewayCloudWatchRole {
@@ -144,7 +147,7 @@ func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Fun
 			ThrottlingRateLimit:  jsii.Number(rate),
 			ThrottlingBurstLimit: jsii.Number(burst),
 			MetricsEnabled:       jsii.Bool(true),
-			TracingEnabled:       jsii.Bool(traced), // X-Ray: the request's segment, joined by the function's
+			TracingEnabled:       jsii.Bool(b.trace.active), // X-Ray: the request's segment, joined by the function's
 			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(accessLogs),
 			AccessLogFormat:      awsapigateway.AccessLogFormat_Custom(jsii.String(accessLogFormat())),
 			// Execution logs of every method, errors only and never a body (DataTraceEnabled
@@ -163,7 +166,7 @@ func newAPI(scope constructs.Construct, props *Props, dev bool, fn awslambda.Fun
 	executionLogs := awslogs.NewLogGroup(scope, jsii.String("ApiExecutionLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String("API-Gateway-Execution-Logs_" + *api.RestApiId() + "/" + props.Stage),
 		Retention:     awslogs.RetentionDays_ONE_MONTH,
-		RemovalPolicy: removal(dev),
+		RemovalPolicy: b.removal(),
 	})
 	api.DeploymentStage().Node().AddDependency(executionLogs)
 

@@ -229,9 +229,9 @@ var team = func() func(t *testing.T) teamApp {
 			a := newAppIn(dir)
 			provisioner := a.pythonWorker("Provisioner", 5*time.Minute)
 			lr := construct.New(a.stack, "Longrun", &construct.Props{
-				Stage:     "prod",
-				TypesFile: "testdata/team.types.yaml",
-				CodeDir:   codeDir(),
+				Stage:      "prod",
+				TypesFiles: []string{"testdata/team.types.yaml"},
+				CodeDir:    codeDir(),
 				Workers: map[string]awslambda.IFunction{
 					"provisioner": provisioner,
 					"mailer":      awslambda.Function_FromFunctionArn(a.stack, jsii.String("Mailer"), jsii.String(mailerArn)),

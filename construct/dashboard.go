@@ -5,18 +5,17 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
-	"github.com/longrun-dev/longrun/internal/core/optype"
 )
 
-// newDashboard is the deployment's dashboard, longrun-<Stage>: admissions, the API's
+// dashboard is the deployment's dashboard, longrun-<Stage>: admissions, the API's
 // answers, store contention, dispatch lag, accept → outcome latency by type, steps,
 // outcome_unknown, repairs, dead letters, publishing, and the functions' errors and
 // throttles. docs/observability.md ("Dashboard and alarms") describes each widget.
-func newDashboard(scope constructs.Construct, props *Props, m metrics, lr *Longrun, reg *optype.Registry, name func(string) *string) awscloudwatch.Dashboard {
+func (b *builder) dashboard() {
+	scope, props, name, m, lr, reg := b.c, b.props, b.name, b.metrics, b.lr, b.served.registry
 	five := awscdk.Duration_Minutes(jsii.Number(metricPeriod))
 	graph := func(title string, width float64, left []awscloudwatch.IMetric, right ...awscloudwatch.IMetric) awscloudwatch.IWidget {
 		p := &awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Width: jsii.Number(width), Height: jsii.Number(6), Left: &left, Period: five}
@@ -106,7 +105,7 @@ func newDashboard(scope constructs.Construct, props *Props, m metrics, lr *Longr
 	})
 	d.AddWidgets(awscloudwatch.NewTextWidget(&awscloudwatch.TextWidgetProps{
 		Markdown: jsii.String(fmt.Sprintf("## longrun %s\nMetrics in namespace `%s`, each with the dimensions `Service` (the function) and `%s=%s` beside its own; "+
-			"per-type widgets for %d types. What each shows: docs/observability.md, \"Dashboard and alarms\".", props.Stage, m.namespace, StageDimension, props.Stage, len(types))),
+			"per-type widgets for %d types. What each shows: docs/observability.md, \"Dashboard and alarms\".", props.Stage, m.namespace, stageDimension, props.Stage, len(types))),
 		Width: jsii.Number(24), Height: jsii.Number(2),
 	}))
 	d.AddWidgets(
@@ -133,12 +132,12 @@ func newDashboard(scope constructs.Construct, props *Props, m metrics, lr *Longr
 	d.AddWidgets(
 		graph("Repairs by action (reconciler)", 8, repairs),
 		graph("OperationLatency p99 of outcomes the reconciler recorded (ms)", 8,
-			[]awscloudwatch.IMetric{m.search("OperationLatency", "p99", `Service="`+ServiceDimension("reconciler")+`"`, "Type", "Outcome")}),
+			[]awscloudwatch.IMetric{m.search("OperationLatency", "p99", `Service="`+serviceDimension("reconciler")+`"`, "Type", "Outcome")}),
 		graph("Notifier: events (left), lag p99 (right)", 8, notifier, notifyLag),
 	)
 	d.AddWidgets(
 		graph("Lambda errors", 12, errs),
 		graph("Lambda throttles", 12, throttles),
 	)
-	return d
+	lr.Dashboard = d
 }

@@ -19,8 +19,14 @@ func Example() {
 	app := awscdk.NewApp(nil)
 	stack := awscdk.NewStack(app, jsii.String("Team"), nil)
 
+	props := &construct.Props{
+		Stage:      "prod",
+		TypesFiles: []string{"testdata/team.types.yaml"},
+		// In a real app "dist", longrun's zips from its cmd/release (-out dist).
+		CodeDir: codeDir(),
+	}
 	// A worker may run as long as the longest step of its types.
-	timeouts, err := construct.WorkerTimeouts("testdata/team.types.yaml", false)
+	timeouts, err := construct.WorkerTimeouts(props)
 	if err != nil {
 		panic(err)
 	}
@@ -33,13 +39,8 @@ func Example() {
 	mailer := awslambda.Function_FromFunctionArn(stack, jsii.String("Mailer"),
 		jsii.String("arn:aws:lambda:us-east-1:123456789012:function:team-mailer"))
 
-	lr := construct.New(stack, "Longrun", &construct.Props{
-		Stage:     "prod",
-		TypesFile: "testdata/team.types.yaml",
-		// In a real app "dist", longrun's zips from its cmd/release (-out dist).
-		CodeDir: codeDir(),
-		Workers: map[string]awslambda.IFunction{"provisioner": provisioner, "mailer": mailer},
-	})
+	props.Workers = map[string]awslambda.IFunction{"provisioner": provisioner, "mailer": mailer}
+	lr := construct.New(stack, "Longrun", props)
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: lr.APIURL})
 	awscdk.NewCfnOutput(lr, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: lr.Table.TableName()})
 
@@ -58,7 +59,7 @@ func Example() {
 	for _, r := range tpl.Resources {
 		switch r.Type {
 		case "AWS::StepFunctions::StateMachine":
-			for name, limits := range r.Metadata[construct.TypesMetadataKey] {
+			for name, limits := range r.Metadata["longrun:types"] {
 				lines = append(lines, fmt.Sprintf("workflow %s: %s, deadline %vs, steps of %vs", r.Properties["StateMachineName"], name,
 					limits["deadlineSeconds"], limits["stepTimeoutSeconds"]))
 			}

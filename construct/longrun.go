@@ -3,11 +3,7 @@ package construct
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
@@ -15,7 +11,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -31,7 +26,6 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
-	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/service/notify"
 )
 
@@ -87,7 +81,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	if err := props.check(); err != nil {
 		panic("longrun construct: " + err.Error())
 	}
-	served, err := loadTypes(props.TypesFile, props.DemoTypes)
+	served, err := loadTypes(props)
 	if err != nil {
 		panic("longrun construct: the operation types: " + err.Error())
 	}
@@ -100,275 +94,23 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	// Registered with jsii as a construct of its own, so the app may use it as a scope (jsii
 	// wants *Longrun to have a method of its own: GrantCall is).
 	constructs.NewConstruct_Override(lr, scope, jsii.String(id))
-	var c constructs.Construct = lr
-	stack := awscdk.Stack_Of(c)
-	arch := props.Architecture
-	if arch == nil {
-		arch = awslambda.Architecture_ARM_64()
-	}
-	name := func(s string) *string { return jsii.String("longrun-" + props.Stage + "-" + s) }
-	dev := props.Stage == "dev"
 
-	lr.Table = newTable(c, props, dev)
-	if props.EventBus != nil {
-		lr.Bus = props.EventBus
-	} else {
-		lr.Bus = awsevents.NewEventBus(c, jsii.String("Bus"), &awsevents.EventBusProps{EventBusName: name("events")})
-	}
-	for _, q := range []string{"dispatcher", "notifier"} {
-		lr.DeadLetterQueues[q] = awssqs.NewQueue(c, jsii.String(cdkid.Title(q)+"DeadLetters"), &awssqs.QueueProps{
-			QueueName:       name(q + "-dlq"),
-			RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-			Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-			EnforceSSL:      jsii.Bool(true),
-		})
-	}
-	dlqs := lr.DeadLetterQueues
-
-	// Every longrun function serves the same operation types (internal/aws/config, Types):
-	// the same files (the layer) and the same demo setting. Its metrics carry the stage, so
-	// the dashboard and alarms can name them exactly (a CloudWatch metric is its whole
-	// dimension set), and it traces as the options say.
-	metrics := newMetrics(props)
-	trace := newTracing(c, props.Tracing, arch)
-	env := map[string]*string{
-		"LONGRUN_TABLE":              lr.Table.TableName(),
-		"LONGRUN_DEMO_TYPES":         jsii.String(strconv.FormatBool(props.DemoTypes)),
-		"LONGRUN_METRICS_NAMESPACE":  jsii.String(metrics.namespace),
-		"LONGRUN_METRICS_DIMENSIONS": jsii.String(metrics.dimensionsEnv()),
-	}
-	for k, v := range trace.env {
-		env[k] = v
-	}
-	var layers []awslambda.ILayerVersion
-	if len(served.paths) > 0 {
-		dir, files, err := stageTypes(served.paths)
-		if err != nil {
-			panic("longrun construct: staging the types layer: " + err.Error())
-		}
-		lr.TypesLayer = awslambda.NewLayerVersion(c, jsii.String("TypesLayer"), &awslambda.LayerVersionProps{
-			LayerVersionName:        name("types"),
-			Description:             jsii.String("longrun " + props.Stage + ": the operation types (" + strings.Join(files, ", ") + ")"),
-			Code:                    awslambda.Code_FromAsset(jsii.String(dir), nil),
-			CompatibleArchitectures: &[]awslambda.Architecture{arch},
-			CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
-		})
-		lr.TypesFiles = files
-		env["LONGRUN_TYPES_FILE"] = jsii.String(strings.Join(files, ","))
-		layers = append(layers, lr.TypesLayer)
-	}
-	if trace.layer != nil {
-		layers = append(layers, trace.layer)
-	}
-	sizes := sizing.Functions()
-	// The recorder invokes the worker and waits for the step within its own invocation, so
-	// its timeout follows the longest step served.
-	recorderSize := sizes[sizing.Recorder]
-	recorderSize.Timeout = sizing.RecorderTimeout(served.longestStep())
-	sizes[sizing.Recorder] = recorderSize
-	fn := func(fname string, extra map[string]*string) awslambda.Function {
-		vars := map[string]*string{}
-		for k, v := range env {
-			vars[k] = v
-		}
-		for k, v := range extra {
-			vars[k] = v
-		}
-		logs := awslogs.NewLogGroup(c, jsii.String(cdkid.Title(fname)+"Logs"), &awslogs.LogGroupProps{
-			LogGroupName:  jsii.String("/aws/lambda/longrun-" + props.Stage + "-" + fname),
-			Retention:     awslogs.RetentionDays_ONE_MONTH,
-			RemovalPolicy: removal(dev),
-		})
-		size, ok := sizes[fname]
-		if !ok {
-			panic("longrun construct: internal/aws/sizing has no size for " + fname)
-		}
-		if trace.layer != nil {
-			size = size.WithCollector()
-		}
-		var reserved *float64
-		if size.Reserved > 0 && !props.NoReservedConcurrency {
-			reserved = jsii.Number(float64(size.Reserved))
-		}
-		var withLayers *[]awslambda.ILayerVersion
-		if len(layers) > 0 {
-			withLayers = &layers
-		}
-		f := awslambda.NewFunction(c, jsii.String(cdkid.Title(fname)), &awslambda.FunctionProps{
-			Role:          FunctionRole(c, cdkid.Title(fname), logs),
-			FunctionName:  name(fname),
-			Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture:  arch,
-			Handler:       jsii.String("bootstrap"),
-			Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(props.CodeDir, fname+".zip")), nil),
-			MemorySize:    jsii.Number(float64(size.MemoryMB)),
-			Timeout:       awscdk.Duration_Seconds(jsii.Number(math.Ceil(size.Timeout.Seconds()))),
-			Environment:   &vars,
-			Layers:        withLayers,
-			LogGroup:      logs,
-			LoggingFormat: awslambda.LoggingFormat_JSON,
-			// Lambda's START and REPORT lines (INFO) are left out: each function logs what
-			// it did, and the Lambda metrics carry durations and errors. They were a third
-			// of the bytes an operation logs (docs/cost.md).
-			SystemLogLevelV2:             awslambda.SystemLogLevel_WARN,
-			ReservedConcurrentExecutions: reserved,
-			Tracing:                      trace.mode,
-		})
-		lr.Functions[fname] = f
-		return f
-	}
-
-	// The recorder first: the workflows need it, the dispatcher needs the workflows. The
-	// recorder runs the steps: it invokes the worker (whose ARN the workflow passes it), so
-	// it may invoke every worker, and the workflows only the recorder.
-	//
-	// The recorder also starts an operation's next execution after a wait (on the type's
-	// resume state machine) or when a Run had no room left for another step (on the type's
-	// own). The workflows refer to the recorder, so the recorder refers to them by their
-	// names (ARNs formatted from them, no references): a reference back would be a cycle.
-	workers := served.registry.Workers()
-	machineArn := func(machine string) *string {
-		return stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("states"), Resource: jsii.String("stateMachine"),
-			ResourceName: name(machine), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
-	}
-	executionsArn := func(machine string) *string {
-		return stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("states"), Resource: jsii.String("execution"),
-			ResourceName: jsii.String(*name(machine) + ":*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
-	}
-	byName := map[string]interface{}{}
-	var workflows, recorderStarts, recorderExecutions []*string
-	for _, w := range workers {
-		byName[w], byName[stepfunctions.ResumeKey(w)] = machineArn(w), machineArn(w+"-resume")
-		workflows = append(workflows, machineArn(w))
-		recorderStarts = append(recorderStarts, machineArn(w), machineArn(w+"-resume"))
-		recorderExecutions = append(recorderExecutions, executionsArn(w), executionsArn(w+"-resume"))
-	}
-	// With a customer managed key for the table, the workflows' definitions and execution
-	// histories are encrypted with it too: the histories hold operation data (the workers'
-	// handed-on state, a step's report that could not be recorded) for 90 days, and whoever
-	// chose to control the table's data with a key of their own means all of it. Step
-	// Functions reuses a data key for 5 minutes, so KMS is called a few times an hour per
-	// workflow, not per execution.
-	key := lr.Table.EncryptionKey()
-	var executionEncryption awsstepfunctions.EncryptionConfiguration
-	if key != nil {
-		executionEncryption = awsstepfunctions.NewCustomerManagedEncryptionConfiguration(key, awscdk.Duration_Minutes(jsii.Number(5)))
-	}
-	recorder := fn("recorder", map[string]*string{"LONGRUN_STATE_MACHINES": stack.ToJsonString(byName, nil)})
-	grantExecutionKey(recorder, key, recorderStarts)
-	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions: jsii.Strings("states:StartExecution"), Resources: &recorderStarts,
-	}))
-	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions: jsii.Strings("states:DescribeExecution"), Resources: &recorderExecutions,
-	}))
-	// The workflow's Run waits on a task token that the recorder answers once a parked Run
-	// is over (internal/service/recorder/park.go). IAM cannot scope the token of a service
-	// integration's task to a state machine, so the grant is on every resource; the
-	// recorder only ever holds the tokens its own workflows gave it.
-	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Actions: jsii.Strings("states:SendTaskSuccess", "states:SendTaskHeartbeat"), Resources: jsii.Strings("*"),
-	}))
-	for _, w := range workers {
-		worker := props.Workers[w]
-		for _, m := range []struct {
-			key, machine, id, definition string
-			into                         map[string]awsstepfunctions.StateMachine
-		}{
-			{w, w, cdkid.Title(w) + "Workflow", stepfunctions.Template(), lr.StateMachines},
-			{w, w + "-resume", cdkid.Title(w) + "ResumeWorkflow", stepfunctions.ResumeTemplate(), lr.ResumeStateMachines},
-		} {
-			sm := awsstepfunctions.NewStateMachine(c, jsii.String(m.id), &awsstepfunctions.StateMachineProps{
-				StateMachineName: name(m.machine),
-				StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
-				DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(jsii.String(m.definition)),
-				DefinitionSubstitutions: &map[string]*string{
-					stepfunctions.WorkerFunctionArn:   worker.FunctionArn(),
-					stepfunctions.RecorderFunctionArn: recorder.FunctionArn(),
-				},
-				TracingEnabled:          jsii.Bool(trace.active),
-				EncryptionConfiguration: executionEncryption,
-			})
-			sm.Node().DefaultChild().(awscdk.CfnResource).AddMetadata(jsii.String(TypesMetadataKey), served.typesMetadata(w))
-			recorder.GrantInvoke(sm)
-			m.into[m.key] = sm
-		}
-		grantInvoke(worker, recorder)
-		sendSteps(c, w, worker, recorder)
-	}
-	arns := map[string]interface{}{}
-	for _, w := range workers {
-		arns[w] = lr.StateMachines[w].StateMachineArn()
-		arns[stepfunctions.ResumeKey(w)] = lr.ResumeStateMachines[w].StateMachineArn()
-	}
-	machinesJSON := stack.ToJsonString(arns, nil)
-
-	users := newUserPool(c, props, dev, name)
-	apiEnv := map[string]*string{}
-	if users != nil {
-		lr.UserPool, lr.UserPoolClient = users.pool, users.client
-		apiEnv["LONGRUN_COGNITO_CLIENT_IDS"] = users.clientIDs
-	}
-	if len(props.OperatorPrincipals) > 0 {
-		apiEnv["LONGRUN_OPERATOR_PRINCIPALS"] = jsii.String(strings.Join(props.OperatorPrincipals, ","))
-	}
-	if props.TenantQuota != nil {
-		apiEnv["LONGRUN_QUOTA"] = jsii.String(strconv.Itoa(*props.TenantQuota))
-	}
-	if props.PrincipalQuota != nil {
-		apiEnv["LONGRUN_PRINCIPAL_QUOTA"] = jsii.String(strconv.Itoa(*props.PrincipalQuota))
-	}
-	if props.IdempotencyWindow > 0 {
-		apiEnv["LONGRUN_IDEMPOTENCY_WINDOW"] = jsii.String(props.IdempotencyWindow.String())
-	}
-	api := fn("api", apiEnv)
-	dispatcher := fn("dispatcher", map[string]*string{
-		"LONGRUN_STATE_MACHINES": machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlqs["dispatcher"].QueueUrl(),
-	})
-	notifier := fn("notifier", map[string]*string{"LONGRUN_EVENT_BUS": lr.Bus.EventBusName()})
-	reconcilerEnv := map[string]*string{
-		"LONGRUN_STATE_MACHINES": machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlqs["dispatcher"].QueueUrl(),
-	}
-	for k, v := range props.Reconcile.env() {
-		reconcilerEnv[k] = jsii.String(v)
-	}
-	reconciler := fn("reconciler", reconcilerEnv)
-
-	grantAdmission(lr.Table, api)
-	grantData(lr.Table, dispatcher, true)
-	grantData(lr.Table, recorder, true)
-	// The reconciler reads the due index (its work) and the attention index (its count of
-	// operations waiting for an operator).
-	grantData(lr.Table, reconciler, true, dynamo.IndexDue, dynamo.IndexAttention)
-	for _, f := range []awslambda.Function{dispatcher, reconciler} {
-		grantExecutions(stack, f, lr.StateMachines, workers)
-		dlqs["dispatcher"].GrantSendMessages(f)
-	}
-	// The reconciler watches (and stops) the executions the recorder went on in, too.
-	grantExecutions(stack, reconciler, lr.ResumeStateMachines, workers)
-	grantExecutionKey(dispatcher, key, workflows)
-	grantExecutionKey(reconciler, key, recorderStarts)
-	lr.Bus.GrantPutEventsTo(notifier, nil)
-	guardBus(c, lr.Bus, notifier, props.EventPublishers)
-
-	for _, m := range eventsource.Mappings() {
-		mapping(lr.Functions[m.Function], lr.Table, m, dlqs[m.Function])
-	}
-
-	schedule := awsevents.NewRule(c, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
-		RuleName: name("reconcile"),
-		Schedule: awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(sizing.ReconcilePeriod.Minutes()))),
-		Targets:  &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(reconciler, nil)},
-	})
-
-	lr.API = newAPI(c, props, dev, api, users, trace.active, name)
-	// The outputs are the app's: not the one RestApi adds by itself.
-	lr.API.Node().TryRemoveChild(jsii.String("Endpoint"))
-	lr.APIURL = lr.API.Url()
-	newAlarms(c, props, lr.Functions, props.Workers, dlqs, lr.StateMachines, lr.ResumeStateMachines, name)
-	newMetricAlarms(c, props, metrics, lr.API, served.registry, name)
-	lr.Dashboard = newDashboard(c, props, metrics, lr, served.registry, name)
-	suppressFindings(lr, schedule, trace.active)
+	// Each step reads what the steps before it built: the recorder comes before the
+	// workflows (they invoke it), the workflows before the functions that start them.
+	b := newBuilder(lr, props, served)
+	b.storage()          // the table, the bus, the dead-letter queues
+	b.shared()           // what every function gets: environment, layers, sizes, tracing
+	b.recorder()         // the recorder and its grants on the workflows (by name)
+	b.workflows()        // two state machines per worker, and the workers' destinations
+	b.functions()        // the api (and its user pool), dispatcher, notifier, reconciler
+	b.grants()           // the functions' grants on the table, workflows, queue and bus
+	b.streams()          // the table's stream mappings
+	b.schedule()         // the reconciler's schedule
+	b.api()              // the REST API
+	b.alarms()           // alarms on errors, dead letters and log lines
+	b.metricAlarms()     // alarms on longrun's metrics
+	b.dashboard()        // the dashboard
+	b.suppressFindings() // cdk-nag findings decided against, with reasons
 	return lr
 }
 
@@ -377,8 +119,9 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 // lets a function write to every log group of the account, so a worker could write metric
 // lines into longrun's log groups, which feed its alarms. Its id is <id>ServiceRole, the
 // logical id prefix of the role CDK would make for the function <id>. The function's other
-// permissions are added to it as usual (grants, tracing). A team can give its workers such
-// a role too (infra/stack does).
+// permissions are added to it as usual (grants, tracing). It is exported for the app's own
+// workers, which should have such a role too (docs/adopting.md; infra/stack gives its
+// built-in workers one).
 func FunctionRole(scope constructs.Construct, id string, logs awslogs.ILogGroup) awsiam.Role {
 	role := awsiam.NewRole(scope, jsii.String(id+"ServiceRole"), &awsiam.RoleProps{
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
@@ -482,8 +225,9 @@ func guardBus(scope constructs.Construct, bus awsevents.IEventBus, notifier awsl
 	})
 }
 
-// newTable mirrors dynamo.TableSpec, the definition the local stack and tests create.
-func newTable(scope constructs.Construct, props *Props, dev bool) awsdynamodb.Table {
+// table mirrors dynamo.TableSpec, the definition the local stack and tests create.
+func (b *builder) table() awsdynamodb.Table {
+	scope, props := b.c, b.props
 	spec := dynamo.TableSpec("unused")
 	attr := func(name string) *awsdynamodb.Attribute {
 		return &awsdynamodb.Attribute{Name: jsii.String(name), Type: awsdynamodb.AttributeType_STRING}
@@ -508,7 +252,7 @@ func newTable(scope constructs.Construct, props *Props, dev bool) awsdynamodb.Ta
 				Description:       jsii.String("longrun " + props.Stage + ": the table's encryption at rest"),
 				EnableKeyRotation: jsii.Bool(true),
 				PendingWindow:     awscdk.Duration_Days(jsii.Number(30)),
-				RemovalPolicy:     removal(dev),
+				RemovalPolicy:     b.removal(),
 			})
 		}
 	}
@@ -522,8 +266,8 @@ func newTable(scope constructs.Construct, props *Props, dev bool) awsdynamodb.Ta
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
-		DeletionProtection: jsii.Bool(!dev),
-		RemovalPolicy:      removal(dev),
+		DeletionProtection: jsii.Bool(!b.dev),
+		RemovalPolicy:      b.removal(),
 		Encryption:         encryption,
 		EncryptionKey:      kmsKey,
 	})
@@ -542,18 +286,15 @@ func newTable(scope constructs.Construct, props *Props, dev bool) awsdynamodb.Ta
 	return table
 }
 
-// grantData gives f the item actions it uses, on the table and the named indexes only:
-// GetItem for reading an operation (its projection, and its accepted fact when the
-// projection leaves the admission out), Query for the indexes and an operation's facts,
-// PutItem/UpdateItem for facts and projections, DeleteItem for releasing a target lock
-// (only writers of terminal facts). No Scan, no batch, no wildcard. (TransactWriteItems has
-// no action of its own: each item is authorized as its Put, Update or Delete.)
-func grantData(table awsdynamodb.Table, f awslambda.Function, terminal bool, indexes ...string) {
-	actions := []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem"}
-	if terminal {
-		actions = append(actions, "dynamodb:DeleteItem")
-	}
-	grantItems(table, f, actions, indexes...)
+// grantData gives f the item actions a writer of facts uses, on the table and the named
+// indexes only: GetItem for reading an operation (its projection, and its accepted fact
+// when the projection leaves the admission out), Query for the indexes and an operation's
+// facts, PutItem/UpdateItem for facts and projections, DeleteItem for releasing a target
+// lock (the dispatcher, the recorder and the reconciler all write terminal facts, which
+// release it). No Scan, no batch, no wildcard. (TransactWriteItems has no action of its
+// own: each item is authorized as its Put, Update or Delete.)
+func grantData(table awsdynamodb.Table, f awslambda.Function, indexes ...string) {
+	grantItems(table, f, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, indexes...)
 }
 
 // grantAdmission is the API's: grantData's on the table and its scope index, and the reads
@@ -633,13 +374,6 @@ func mapping(f awslambda.Function, table awsdynamodb.Table, m eventsource.Mappin
 		props.MaxBatchingWindow = awscdk.Duration_Millis(jsii.Number(float64(m.MaxBatchingWindow.Milliseconds())))
 	}
 	f.AddEventSource(awslambdaeventsources.NewDynamoEventSource(table, props))
-}
-
-func removal(dev bool) awscdk.RemovalPolicy {
-	if dev {
-		return awscdk.RemovalPolicy_DESTROY
-	}
-	return awscdk.RemovalPolicy_RETAIN
 }
 
 func sorted[V any](m map[string]V) []string {

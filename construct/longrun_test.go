@@ -165,8 +165,8 @@ func TestTypesLimitsAreOnTheirWorkflows(t *testing.T) {
 		"mailer":      {"notify.mail": map[string]any{"deadlineSeconds": float64(600), "stepTimeoutSeconds": float64(30), "maxSteps": float64(3)}},
 	} {
 		_, sm := tpl.machine(t, "longrun-prod-"+worker)
-		if got := sm.Metadata[construct.TypesMetadataKey]; !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: metadata %s = %v, want %v", worker, construct.TypesMetadataKey, got, want)
+		if got := sm.Metadata["longrun:types"]; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: metadata longrun:types = %v, want %v", worker, got, want)
 		}
 		if sm.Properties["DefinitionString"] != stepfunctions.Template() {
 			t.Errorf("%s: the definition is not the template", worker)
@@ -334,13 +334,13 @@ func TestExposedValuesAreTheResources(t *testing.T) {
 // LONGRUN_TYPES_FILE; a worker's timeout must cover its longest step; demo types, and a
 // worker serving only them, exist only with DemoTypes.
 func TestSeveralFiles(t *testing.T) {
-	const files = "testdata/team.types.yaml,testdata/more/team.types.yaml"
+	files := []string{"testdata/team.types.yaml", "testdata/more/team.types.yaml"}
 	a := newApp(t)
 	workers := map[string]awslambda.IFunction{
 		"provisioner": a.pythonWorker("Provisioner", 10*time.Minute),
 		"mailer":      awslambda.Function_FromFunctionArn(a.stack, jsii.String("Mailer"), jsii.String(mailerArn)),
 	}
-	lr := construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: files, CodeDir: codeDir(), Workers: workers})
+	lr := construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFiles: files, CodeDir: codeDir(), Workers: workers})
 	tpl := a.template(t)
 	_, got := tpl.layerFiles(t)
 	first, _ := os.ReadFile("testdata/team.types.yaml")
@@ -355,7 +355,7 @@ func TestSeveralFiles(t *testing.T) {
 		}
 	}
 	_, sm := tpl.machine(t, "longrun-dev-provisioner")
-	if got := sm.Metadata[construct.TypesMetadataKey].(map[string]any); len(got) != 2 ||
+	if got := sm.Metadata["longrun:types"].(map[string]any); len(got) != 2 ||
 		got["provision.cleanup"].(map[string]any)["stepTimeoutSeconds"] != float64(600) {
 		t.Errorf("the provisioner's types: %v", got)
 	}
@@ -366,7 +366,7 @@ func TestSeveralFiles(t *testing.T) {
 	// The provisioner's 5m is enough for provision.environment, not for provision.cleanup.
 	short := newApp(t)
 	msg := mustPanic(t, func() {
-		construct.New(short.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: files, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+		construct.New(short.stack, "Longrun", &construct.Props{Stage: "dev", TypesFiles: files, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
 			"provisioner": short.pythonWorker("Provisioner", 5*time.Minute), "mailer": workers["mailer"],
 		}})
 	})
@@ -376,7 +376,7 @@ func TestSeveralFiles(t *testing.T) {
 	// The demo-only worker is a stranger without DemoTypes, and required with it.
 	demo := newApp(t)
 	msg = mustPanic(t, func() {
-		construct.New(demo.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: files, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+		construct.New(demo.stack, "Longrun", &construct.Props{Stage: "dev", TypesFiles: files, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
 			"provisioner": demo.pythonWorker("Provisioner", 10*time.Minute), "mailer": workers["mailer"], "echo": demo.pythonWorker("Echo", time.Minute),
 		}})
 	})
@@ -385,7 +385,7 @@ func TestSeveralFiles(t *testing.T) {
 	}
 	demo = newApp(t)
 	msg = mustPanic(t, func() {
-		construct.New(demo.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: files, DemoTypes: true, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+		construct.New(demo.stack, "Longrun", &construct.Props{Stage: "dev", TypesFiles: files, DemoTypes: true, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
 			"provisioner": demo.pythonWorker("Provisioner", 10*time.Minute), "mailer": workers["mailer"],
 		}})
 	})
@@ -402,36 +402,39 @@ func TestMistakesStopSynthesis(t *testing.T) {
 		message []string
 	}{
 		{"a missing worker", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(),
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml"}, CodeDir: codeDir(),
 				Workers: map[string]awslambda.IFunction{"provisioner": a.pythonWorker("P", 5*time.Minute)}}
 		}, []string{`worker "mailer" (notify.mail) has no function in Props.Workers`}},
 		{"an extra worker", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml"}, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
 				"provisioner": a.pythonWorker("P", 5*time.Minute), "mailer": a.pythonWorker("M", time.Minute), "billing": a.pythonWorker("B", time.Minute),
 			}}
 		}, []string{`Props.Workers["billing"]: no type served names worker "billing" (the workers are mailer, provisioner)`}},
 		{"no workers at all", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir()}
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml"}, CodeDir: codeDir()}
 		}, []string{`worker "mailer" (notify.mail) has no function`, `worker "provisioner" (provision.environment) has no function`}},
 		{"a nil worker", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml"}, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
 				"provisioner": a.pythonWorker("P", 5*time.Minute), "mailer": nil,
 			}}
 		}, []string{`Props.Workers["mailer"] is nil`}},
 		{"a worker with Lambda's default timeout", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml"}, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
 				"provisioner": a.pythonWorker("P", 5*time.Minute), "mailer": a.pythonWorker("M", 0),
 			}}
 		}, []string{`worker "mailer": its function's timeout 3s is shorter than the stepTimeout 30s of notify.mail`}},
 		{"an invalid types file", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "dev", TypesFile: "testdata/invalid.types.yaml", CodeDir: codeDir()}
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/invalid.types.yaml"}, CodeDir: codeDir()}
 		}, []string{`testdata/invalid.types.yaml: type "provision.environment": stepTimeout: must be more than 0 and at most 15m0s`}},
 		{"a missing types file", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "dev", TypesFile: "testdata/team.types.yaml, testdata/nope.types.yaml", CodeDir: codeDir()}
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml", "testdata/nope.types.yaml"}, CodeDir: codeDir()}
 		}, []string{"testdata/nope.types.yaml: open testdata/nope.types.yaml: no such file or directory"}},
-		{"a types file of commas", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "dev", TypesFile: " , ", CodeDir: codeDir()}
-		}, []string{"optype: no definitions files given"}},
+		{"an empty types file name", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml", " "}, CodeDir: codeDir()}
+		}, []string{`TypesFiles ["testdata/team.types.yaml" " "]: want a path per file, none empty, no comma in a file's name`}},
+		{"a types file whose name has a comma", func(a *app) *construct.Props {
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/a,b.types.yaml"}, CodeDir: codeDir()}
+		}, []string{"no comma in a file's name"}},
 		{"built-in types without their worker", func(a *app) *construct.Props {
 			return &construct.Props{Stage: "dev", CodeDir: codeDir()}
 		}, []string{`worker "export-orders" (export.orders) has no function in Props.Workers`}},
@@ -560,22 +563,26 @@ func TestExistingEventBus(t *testing.T) {
 // the types served.
 func TestWorkerTimeouts(t *testing.T) {
 	for _, tc := range []struct {
-		file string
-		demo bool
-		want map[string]time.Duration
+		name  string
+		props *construct.Props
+		want  map[string]time.Duration
 	}{
-		{"", false, map[string]time.Duration{"export-orders": time.Minute}},
-		{"", true, map[string]time.Duration{"export-orders": time.Minute, "demo-task": time.Minute}},
-		{"testdata/team.types.yaml", false, map[string]time.Duration{"provisioner": 5 * time.Minute, "mailer": 30 * time.Second}},
-		{"testdata/team.types.yaml,testdata/more/team.types.yaml", true,
+		{"no props: the built-in types", nil, map[string]time.Duration{"export-orders": time.Minute}},
+		{"the built-in types", &construct.Props{}, map[string]time.Duration{"export-orders": time.Minute}},
+		{"the built-in types with demo", &construct.Props{DemoTypes: true}, map[string]time.Duration{"export-orders": time.Minute, "demo-task": time.Minute}},
+		{"a file", &construct.Props{TypesFiles: []string{"testdata/team.types.yaml"}},
+			map[string]time.Duration{"provisioner": 5 * time.Minute, "mailer": 30 * time.Second}},
+		{"two files with demo", &construct.Props{TypesFiles: []string{"testdata/team.types.yaml", "testdata/more/team.types.yaml"}, DemoTypes: true},
 			map[string]time.Duration{"provisioner": 10 * time.Minute, "mailer": 30 * time.Second, "echo": 10 * time.Second}},
 	} {
-		got, err := construct.WorkerTimeouts(tc.file, tc.demo)
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("WorkerTimeouts(%q, %v) = %v, %v, want %v", tc.file, tc.demo, got, err, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := construct.WorkerTimeouts(tc.props)
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("WorkerTimeouts = %v, %v, want %v", got, err, tc.want)
+			}
+		})
 	}
-	if _, err := construct.WorkerTimeouts("testdata/invalid.types.yaml", false); err == nil || !strings.Contains(err.Error(), "stepTimeout") {
+	if _, err := construct.WorkerTimeouts(&construct.Props{TypesFiles: []string{"testdata/invalid.types.yaml"}}); err == nil || !strings.Contains(err.Error(), "stepTimeout") {
 		t.Errorf("an invalid file: %v", err)
 	}
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/longrun-dev/longrun/internal/service/httpapi"
 )
 
-// StageDimension is the dimension every longrun function adds to its metrics
+// stageDimension is the dimension every longrun function adds to its metrics
 // (LONGRUN_METRICS_DIMENSIONS=Stage=<Stage>), so stages sharing an account and namespace
 // keep their metrics apart.
-const StageDimension = "Stage"
+const stageDimension = "Stage"
 
 // metricPeriod is the period of every widget and alarm.
 const metricPeriod = 5
@@ -41,16 +41,16 @@ func newMetrics(p *Props) metrics {
 }
 
 // dimensionsEnv is LONGRUN_METRICS_DIMENSIONS.
-func (m metrics) dimensionsEnv() string { return StageDimension + "=" + m.stage }
+func (m metrics) dimensionsEnv() string { return stageDimension + "=" + m.stage }
 
-// ServiceDimension is the Service dimension of function fn's metrics: the name it logs as
+// serviceDimension is the Service dimension of function fn's metrics: the name it logs as
 // (functions/<fn>/main.go: config.MustFunction("longrun-<fn>")).
-func ServiceDimension(fn string) string { return "longrun-" + fn }
+func serviceDimension(fn string) string { return "longrun-" + fn }
 
 // metric is the metric name that function fn emits with its own dimensions (name, value
 // pairs), read with stat.
 func (m metrics) metric(fn, name, stat, label string, own ...string) awscloudwatch.Metric {
-	dims := map[string]*string{"Service": jsii.String(ServiceDimension(fn)), StageDimension: jsii.String(m.stage)}
+	dims := map[string]*string{"Service": jsii.String(serviceDimension(fn)), stageDimension: jsii.String(m.stage)}
 	for i := 0; i+1 < len(own); i += 2 {
 		dims[own[i]] = jsii.String(own[i+1])
 	}
@@ -68,9 +68,9 @@ func (m metrics) metric(fn, name, stat, label string, own ...string) awscloudwat
 // stage's) and own, for a graph where the own dimensions' values are open-ended (alarms
 // cannot use SEARCH). where narrows it (`Service="longrun-reconciler"`, say).
 func (m metrics) search(name, stat, where string, own ...string) awscloudwatch.MathExpression {
-	names := append([]string{"Service", StageDimension}, own...)
+	names := append([]string{"Service", stageDimension}, own...)
 	sort.Strings(names)
-	query := fmt.Sprintf(`{%q,%s} MetricName=%q %s=%q`, m.namespace, strings.Join(names, ","), name, StageDimension, m.stage)
+	query := fmt.Sprintf(`{%q,%s} MetricName=%q %s=%q`, m.namespace, strings.Join(names, ","), name, stageDimension, m.stage)
 	if where != "" {
 		query += " " + where
 	}

@@ -1,7 +1,6 @@
 package construct
 
 import (
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
@@ -12,7 +11,8 @@ import (
 // "The rule packs", lists them; TestRulePacks fails on any finding not suppressed). An app
 // that runs cdk-nag over its stack sees these as suppressed, with the reason, and every
 // finding about its own resources (its workers among them) as its own.
-func suppressFindings(lr *Longrun, schedule awsevents.Rule, traced bool) {
+func (b *builder) suppressFindings() {
+	lr, schedule, traced := b.lr, b.reconcileSchedule, b.trace.active
 	// X-Ray's actions (tracing), DynamoDB's ListStreams (a stream event source) and the
 	// recorder's answers to its workflows' task tokens (SendTaskSuccess, SendTaskHeartbeat:
 	// a service integration's token belongs to no resource IAM can name) have no

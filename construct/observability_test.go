@@ -84,7 +84,7 @@ func (tpl *template) emitted(t *testing.T, stage, fn, name string, own map[strin
 		t.Setenv(k, v)
 	}
 	var buf bytes.Buffer
-	enc, err := emf.New(&buf, construct.ServiceDimension(fn))
+	enc, err := emf.New(&buf, "longrun-"+fn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestMetricAlarms(t *testing.T) {
 func TestAlarmThresholdsAndNamespaceAreProps(t *testing.T) {
 	a := newApp(t)
 	construct.New(a.stack, "Longrun", &construct.Props{
-		Stage: "dev", TypesFile: "testdata/team.types.yaml", CodeDir: codeDir(), MetricsNamespace: "team/longrun",
+		Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml"}, CodeDir: codeDir(), MetricsNamespace: "team/longrun",
 		Alarms: construct.AlarmOptions{ServerErrorPercent: 5, ServerErrorMinRequests: 100, TransactionConflicts: 10, DispatchLag: 2 * time.Minute},
 		Workers: map[string]awslambda.IFunction{
 			"provisioner": a.pythonWorker("Provisioner", 5*time.Minute),

@@ -2,6 +2,7 @@ package construct
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -24,11 +25,11 @@ type Props struct {
 	// groups survive. Letters, digits and hyphens, at most 24.
 	Stage string
 
-	// TypesFile is the operation types' definitions file (docs/operation-types.md), or
-	// several separated by commas as LONGRUN_TYPES_FILE takes them; relative paths are
-	// taken from the directory the CDK app runs in. Empty: the built-in types. The files are
-	// loaded and checked at synthesis and shipped to longrun's functions in a layer (TypesLayer).
-	TypesFile string
+	// TypesFiles are the operation types' definitions files (docs/operation-types.md), merged
+	// as one; relative paths are taken from the directory the CDK app runs in. None: the
+	// built-in types. The files are loaded and checked at synthesis and shipped to longrun's
+	// functions in a layer (TypesLayer).
+	TypesFiles []string
 	// DemoTypes serves the types marked demo: true (LONGRUN_DEMO_TYPES=true on every longrun
 	// function). Off, those types do not exist, and neither do workers that serve only them.
 	DemoTypes bool
@@ -49,8 +50,8 @@ type Props struct {
 	// built for it (cmd/release -arch amd64 for x86_64).
 	Architecture awslambda.Architecture
 	// NoReservedConcurrency leaves out the reserved concurrency of the functions that move
-	// work forward (dispatcher, notifier, recorder and reconciler, as internal/aws/sizing
-	// sizes them), for accounts whose concurrency limit cannot spare it.
+	// work forward (dispatcher, notifier, recorder and reconciler; docs/deploy.md lists
+	// the sizes), for accounts whose concurrency limit cannot spare it.
 	NoReservedConcurrency bool
 
 	// MetricsNamespace is the CloudWatch namespace of longrun's metrics
@@ -109,7 +110,8 @@ type Props struct {
 
 // CognitoOptions select Cognito authorization. The zero value creates a user pool and its
 // app client: no self sign-up, custom:tenant ([TenantAttribute]) readable by the client but
-// set by administrators only, and the operators group [OperatorsGroup].
+// set by administrators only, and the operators group [OperatorsGroup]. An existing pool
+// must have both.
 type CognitoOptions struct {
 	// UserPool is an existing pool to authorize with instead of one the construct creates.
 	UserPool awscognito.IUserPool
@@ -151,7 +153,7 @@ type ReconcileOptions struct {
 	// elsewhere).
 	DescribeRate float64
 	// Budget is how long a run goes on while operations are due (LONGRUN_RECONCILE_BUDGET),
-	// less than the schedule's minute; 0: 45 s.
+	// less than the schedule's minute (the reconciler runs every minute); 0: 45 s.
 	Budget time.Duration
 	// Concurrency is how many operations a run works on at once
 	// (LONGRUN_RECONCILE_CONCURRENCY); 0: 16, enough for ~260 dispatches a second.
@@ -182,32 +184,25 @@ func (o ReconcileOptions) check() error {
 	if !(o.DispatchRate >= 0) || !(o.DescribeRate >= 0) || o.DispatchRate > 1e6 || o.DescribeRate > 1e6 || o.Concurrency < 0 {
 		return fmt.Errorf("Reconcile %+v: want non-negative rates and concurrency (0 for the defaults)", o)
 	}
-	if o.Budget < 0 || o.Budget >= sizing.ReconcilePeriod {
-		return fmt.Errorf("Reconcile.Budget=%s: want less than the schedule's %s (0 for 45s)", o.Budget, sizing.ReconcilePeriod)
+	if o.Budget < 0 || o.Budget >= sizing.ReconcileEvery {
+		return fmt.Errorf("Reconcile.Budget=%s: want less than the schedule's %s (0 for 45s)", o.Budget, sizing.ReconcileEvery)
 	}
 	return nil
 }
 
-// Alarm defaults (AlarmOptions).
-const (
-	DefaultServerErrorPercent     = 1
-	DefaultServerErrorMinRequests = 20
-	DefaultTransactionConflicts   = 100
-	DefaultDispatchLag            = time.Minute
-)
-
+// withDefaults is o with every zero field set to its default (the fields' comments say which).
 func (o AlarmOptions) withDefaults() AlarmOptions {
 	if o.ServerErrorPercent == 0 {
-		o.ServerErrorPercent = DefaultServerErrorPercent
+		o.ServerErrorPercent = 1
 	}
 	if o.ServerErrorMinRequests == 0 {
-		o.ServerErrorMinRequests = DefaultServerErrorMinRequests
+		o.ServerErrorMinRequests = 20
 	}
 	if o.TransactionConflicts == 0 {
-		o.TransactionConflicts = DefaultTransactionConflicts
+		o.TransactionConflicts = 100
 	}
 	if o.DispatchLag == 0 {
-		o.DispatchLag = DefaultDispatchLag
+		o.DispatchLag = time.Minute
 	}
 	return o
 }
@@ -222,9 +217,10 @@ type TracingOptions struct {
 	Disabled bool
 	// CollectorLayerArn is the Lambda layer of the collector the functions export their spans
 	// to (an extension listening on localhost:4318). Empty: the AWS Distro for OpenTelemetry
-	// collector of the functions' architecture in the stack's region ([ADOTCollectorLayerArn]);
-	// in a region where that is not published (China, GovCloud) there is none, and the
-	// functions export nothing (LONGRUN_TRACING=off) while Lambda's own tracing stays on.
+	// collector layer that AWS publishes for the functions' architecture in the stack's
+	// region (docs/deploy.md, "Tracing", names its version); in a region where it is not
+	// published (China, GovCloud) there is none, and the functions export nothing
+	// (LONGRUN_TRACING=off) while Lambda's own tracing stays on.
 	CollectorLayerArn string
 }
 
@@ -251,6 +247,12 @@ func (p *Props) customerKey() bool {
 func (p *Props) check() error {
 	if !stagePattern.MatchString(p.Stage) {
 		return fmt.Errorf("Stage %q: want letters, digits and hyphens (at most 24), such as dev or prod", p.Stage)
+	}
+	for _, f := range p.TypesFiles {
+		// LONGRUN_TYPES_FILE lists the files on Lambda separated by commas.
+		if strings.TrimSpace(f) == "" || strings.Contains(filepath.Base(f), ",") {
+			return fmt.Errorf("TypesFiles %q: want a path per file, none empty, no comma in a file's name", p.TypesFiles)
+		}
 	}
 	if p.CodeDir == "" {
 		return fmt.Errorf("CodeDir is empty: it holds longrun's function zips (longrun's cmd/release -out DIR writes them)")

@@ -32,7 +32,7 @@ func TestRulePacks(t *testing.T) {
 				"demo-task": a.pythonWorker("DemoTask", time.Minute), "export-orders": a.pythonWorker("ExportOrders", time.Minute)}}
 		}},
 		{"team types, created pool, customer key, untraced", func(a *app) *construct.Props {
-			return &construct.Props{Stage: "prod", TypesFile: "testdata/team.types.yaml,testdata/more/team.types.yaml",
+			return &construct.Props{Stage: "prod", TypesFiles: []string{"testdata/team.types.yaml", "testdata/more/team.types.yaml"},
 				Workers: map[string]awslambda.IFunction{
 					"provisioner": a.pythonWorker("Provisioner", 10*time.Minute),
 					"mailer":      awslambda.Function_FromFunctionArn(a.stack, jsii.String("Mailer"), jsii.String(mailerArn)),

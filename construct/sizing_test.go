@@ -13,31 +13,31 @@ import (
 )
 
 // Longrun's functions are sized by internal/aws/sizing, the table the cost model prices,
-// except the recorder's timeout: it waits for each step within its own invocation, so it
-// is the longest stepTimeout served plus a minute (at least a minute, at most Lambda's 15).
+// except the recorder's timeout: a step after a fast one runs within its own invocation,
+// so it is the longest stepTimeout served plus a minute (at least a minute, at most Lambda's 15).
 // Tracing is on (the default): each function hosts the collector, and has room for it.
 func TestFunctionsAreSizedBySizing(t *testing.T) {
 	sizes := sizing.Functions()
 	for _, tc := range []struct {
 		name     string
-		types    string
+		types    []string
 		worker   time.Duration
 		recorder float64 // seconds
 	}{
-		{"the team's types (5m steps)", "testdata/team.types.yaml", 5 * time.Minute, 360},
-		{"the longest step allowed (14m)", "testdata/longest-step.types.yaml", 14 * time.Minute, 900},
-		{"the built-in types (1m steps)", "", time.Minute, 120},
+		{"the team's types (5m steps)", []string{"testdata/team.types.yaml"}, 5 * time.Minute, 360},
+		{"the longest step allowed (14m)", []string{"testdata/longest-step.types.yaml"}, 14 * time.Minute, 900},
+		{"the built-in types (1m steps)", nil, time.Minute, 120},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newApp(t)
 			workers := map[string]awslambda.IFunction{"export-orders": a.pythonWorker("ExportOrders", tc.worker)}
-			if tc.types != "" {
+			if tc.types != nil {
 				workers = map[string]awslambda.IFunction{"provisioner": a.pythonWorker("Provisioner", tc.worker)}
-				if strings.Contains(tc.types, "team") {
+				if strings.Contains(tc.types[0], "team") {
 					workers["mailer"] = awslambda.Function_FromFunctionArn(a.stack, jsii.String("Mailer"), jsii.String(mailerArn))
 				}
 			}
-			construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: tc.types, CodeDir: codeDir(), Workers: workers})
+			construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFiles: tc.types, CodeDir: codeDir(), Workers: workers})
 			tpl := a.template(t)
 			for _, f := range longrunFunctions {
 				_, props := tpl.function(t, "longrun-dev-"+f)
@@ -88,19 +88,19 @@ func TestTheCollectorHasRoom(t *testing.T) {
 	}
 }
 
-// A step longer than the recorder can wait for stops synthesis, and WorkerTimeouts says so
+// A step longer than the recorder can run within its invocation stops synthesis, and WorkerTimeouts says so
 // too (a team sizes its workers with it before New).
 func TestStepsTheRecorderCannotWaitForAreRefused(t *testing.T) {
 	const want = `testdata/too-long-step.types.yaml: type "provision.environment": stepTimeout 14m30s is longer than 14m0s`
 	a := newApp(t)
 	msg := mustPanic(t, func() {
-		construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFile: "testdata/too-long-step.types.yaml", CodeDir: codeDir(),
+		construct.New(a.stack, "Longrun", &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/too-long-step.types.yaml"}, CodeDir: codeDir(),
 			Workers: map[string]awslambda.IFunction{"provisioner": a.pythonWorker("Provisioner", 15*time.Minute)}})
 	})
-	if !strings.Contains(msg, want) || !strings.Contains(msg, "the recorder waits for each step within its own Lambda invocation") {
+	if !strings.Contains(msg, want) || !strings.Contains(msg, "a step after a fast one runs within the recorder's own Lambda invocation") {
 		t.Errorf("panic %q, want %q", msg, want)
 	}
-	if _, err := construct.WorkerTimeouts("testdata/too-long-step.types.yaml", false); err == nil || !strings.Contains(err.Error(), want) {
+	if _, err := construct.WorkerTimeouts(&construct.Props{TypesFiles: []string{"testdata/too-long-step.types.yaml"}}); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("WorkerTimeouts: %v", err)
 	}
 }

@@ -10,29 +10,30 @@ import (
 )
 
 // The AWS Distro for OpenTelemetry (ADOT) collector layers, published by AWS in account
-// ADOTAccount of every commercial region
+// adotAccount of every commercial region
 // (https://aws-otel.github.io/docs/getting-started/lambda/lambda-go/): the collector runs as
 // a Lambda extension, receives OTLP on localhost:4317 (gRPC) and :4318 (HTTP) and exports
 // to X-Ray by default.
 const (
-	ADOTAccount = "901920570463"
-	// ADOTCollectorVersion is the layer name's version part and the layer version.
-	ADOTCollectorVersion = "ver-0-117-0:1"
+	adotAccount = "901920570463"
+	// adotCollectorVersion is the layer name's version part and the layer version
+	// (docs/deploy.md, "Tracing", names it).
+	adotCollectorVersion = "ver-0-117-0:1"
 )
 
 // Tracing settings on longrun's functions (the env contract of internal/aws/config).
 const (
-	// OTLPEndpoint is where the functions send their spans: the collector extension's
+	// otlpEndpoint is where the functions send their spans: the collector extension's
 	// OTLP/HTTP receiver.
-	OTLPEndpoint = "http://localhost:4318"
+	otlpEndpoint = "http://localhost:4318"
 	tracingOTLP  = "otlp"
 	tracingOff   = "off"
 )
 
-// ADOTCollectorLayerArn is the ADOT collector layer for arch ("arm64" or "amd64", as the
+// adotCollectorLayerArn is the ADOT collector layer for arch ("arm64" or "amd64", as the
 // layers name them) in region, which may be a token (the stack's region).
-func ADOTCollectorLayerArn(region, arch string) string {
-	return "arn:aws:lambda:" + region + ":" + ADOTAccount + ":layer:aws-otel-collector-" + arch + "-" + ADOTCollectorVersion
+func adotCollectorLayerArn(region, arch string) string {
+	return "arn:aws:lambda:" + region + ":" + adotAccount + ":layer:aws-otel-collector-" + arch + "-" + adotCollectorVersion
 }
 
 // tracing is what the tracing options give longrun's functions and the other resources.
@@ -61,7 +62,7 @@ func newTracing(scope constructs.Construct, opts TracingOptions, arch awslambda.
 			if arch != nil && *arch.Name() == *awslambda.Architecture_X86_64().Name() {
 				name = "amd64"
 			}
-			arn = ADOTCollectorLayerArn(region, name)
+			arn = adotCollectorLayerArn(region, name)
 		}
 	}
 	if arn == "" {
@@ -71,7 +72,7 @@ func newTracing(scope constructs.Construct, opts TracingOptions, arch awslambda.
 	t.layer = awslambda.LayerVersion_FromLayerVersionArn(scope, jsii.String("CollectorLayer"), jsii.String(arn))
 	t.env = map[string]*string{
 		"LONGRUN_TRACING":             jsii.String(tracingOTLP),
-		"OTEL_EXPORTER_OTLP_ENDPOINT": jsii.String(OTLPEndpoint),
+		"OTEL_EXPORTER_OTLP_ENDPOINT": jsii.String(otlpEndpoint),
 	}
 	return t
 }

@@ -16,20 +16,19 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/longrun-dev/longrun/internal/aws/config"
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 )
 
-// TypesDir is where longrun's functions find the definitions files: the types layer's
+// typesDir is where longrun's functions find the definitions files: the types layer's
 // files are /opt/<name> on Lambda.
-const TypesDir = "/opt"
+const typesDir = "/opt"
 
-// TypesMetadataKey is the CloudFormation metadata key each state machine carries its types'
+// typesMetadataKey is the CloudFormation metadata key each state machine carries its types'
 // limits under: {"<type>": {"deadlineSeconds": …, "stepTimeoutSeconds": …, "maxSteps": …}}.
 // The functions take the limits from the definitions file; the metadata shows in the
 // template (and `cdk synth`) what a deployment gives each type.
-const TypesMetadataKey = "longrun:types"
+const typesMetadataKey = "longrun:types"
 
 // lambdaDefaultTimeout is a function's timeout when its props set none.
 const lambdaDefaultTimeout = 3 * time.Second
@@ -41,34 +40,38 @@ type served struct {
 	paths    []string         // the definitions files as given; none for the built-in types
 }
 
-// loadTypes loads the types of typesFile (LONGRUN_TYPES_FILE's syntax), or the built-in
-// types when it is empty, as the functions will (internal/aws/config, Types), and refuses
-// types whose steps the recorder could not wait for.
-func loadTypes(typesFile string, demo bool) (served, error) {
-	if typesFile == "" {
-		s := served{registry: optype.Deployed(demo), all: optype.Deployed(true)}
+// loadTypes loads the types p serves: those of p.TypesFiles, or the built-in types without
+// files, with the demo types when p.DemoTypes, as the functions will (internal/aws/config,
+// Types); and refuses types whose steps the recorder could not run.
+func loadTypes(p *Props) (served, error) {
+	demo := optype.Demo(p.DemoTypes)
+	if len(p.TypesFiles) == 0 {
+		s := served{registry: optype.Deployed(demo), all: optype.Deployed(optype.WithDemo)}
 		return s, s.checkSteps("the built-in types")
 	}
-	paths := config.List(typesFile)
+	paths := slices.Clone(p.TypesFiles)
+	source := strings.Join(paths, ", ")
 	file, err := optype.LoadAll(paths...)
 	if err != nil {
 		return served{}, err
 	}
-	s := served{registry: file.Registry(demo), all: file.Registry(true), paths: paths}
+	s := served{registry: file.Registry(demo), all: file.Registry(optype.WithDemo), paths: paths}
 	if len(s.registry.Types()) == 0 {
-		return served{}, fmt.Errorf("%s: every type is demo: true, and DemoTypes is off: the deployment would serve no type", typesFile)
+		return served{}, fmt.Errorf("%s: every type is demo: true, and DemoTypes is off: the deployment would serve no type", source)
 	}
-	return s, s.checkSteps(typesFile)
+	return s, s.checkSteps(source)
 }
 
-// checkSteps refuses a type served whose stepTimeout is longer than sizing.MaxStepTimeout:
-// the recorder invokes the worker and waits for the step within its own invocation, which
-// Lambda ends at 15 minutes, and it needs the minute after the step to record how it ended.
+// checkSteps refuses a type served whose stepTimeout is longer than sizing.MaxStepTimeout.
+// Most steps are sent to the worker asynchronously and hold no recorder invocation, but a
+// step after a fast one (recorder.SyncBelow) is invoked synchronously, within the
+// recorder's own invocation, which Lambda ends at 15 minutes; the recorder needs the minute
+// after the step to record how it ended.
 func (s served) checkSteps(source string) error {
 	var errs []error
 	for _, t := range s.registry.Types() {
 		if t.StepTimeout > sizing.MaxStepTimeout {
-			errs = append(errs, fmt.Errorf("%s: type %q: stepTimeout %s is longer than %s: the recorder waits for each step within its own Lambda invocation (at most 15m0s) and needs a minute after it to record how it ended; split the work into shorter steps (a step may ask to continue)",
+			errs = append(errs, fmt.Errorf("%s: type %q: stepTimeout %s is longer than %s: a step after a fast one runs within the recorder's own Lambda invocation (at most 15m0s), which needs a minute after it to record how it ended; split the work into shorter steps (a step may ask to continue)",
 				source, t.Name, t.StepTimeout, sizing.MaxStepTimeout))
 		}
 	}
@@ -85,13 +88,16 @@ func (s served) longestStep() time.Duration {
 	return longest
 }
 
-// WorkerTimeouts lists the workers of the types a deployment serves (typesFile as in
-// Props.TypesFile, "" for the built-in types; demo as Props.DemoTypes), each with the
-// shortest timeout its Lambda function may have: the longest stepTimeout of its types. A
-// team creating its workers in the app sets their Timeout from it. An invalid file is an
-// error naming the file, type and field.
-func WorkerTimeouts(typesFile string, demo bool) (map[string]time.Duration, error) {
-	s, err := loadTypes(typesFile, demo)
+// WorkerTimeouts lists the workers of the types props serve, each with the shortest timeout
+// its Lambda function may have: the longest stepTimeout of its types. A team creating its
+// workers in the app sets their Timeout from it, then hands New the same props with the
+// workers added. Only TypesFiles and DemoTypes are read; nil props serve the built-in types.
+// An invalid file is an error naming the file, type and field.
+func WorkerTimeouts(props *Props) (map[string]time.Duration, error) {
+	if props == nil {
+		props = &Props{}
+	}
+	s, err := loadTypes(props)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +247,7 @@ func stageTypes(paths []string) (string, []string, error) {
 		if err := os.WriteFile(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			return "", nil, err
 		}
-		onLambda = append(onLambda, TypesDir+"/"+f.name)
+		onLambda = append(onLambda, typesDir+"/"+f.name)
 	}
 	return dir, onLambda, nil
 }

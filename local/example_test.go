@@ -19,8 +19,8 @@ func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	stack, err := local.Start(ctx, local.Options{
-		TypesFile: "longrun.types.yaml",
-		WorkerEnv: map[string]string{"PROVISIONER_URL": "http://127.0.0.1:9999"},
+		TypesFiles: []string{"longrun.types.yaml"},
+		WorkerEnv:  map[string]string{"PROVISIONER_URL": "http://127.0.0.1:9999"},
 	})
 	if err != nil {
 		panic(err)

@@ -4,7 +4,7 @@
 // API, Step Functions running the same workflow as on AWS, and API Gateway emulated on an
 // HTTP port). Start it from a test to run your worker against the real thing with go test:
 //
-//	stack, err := local.Start(ctx, local.Options{TypesFile: "longrun.types.yaml"})
+//	stack, err := local.Start(ctx, local.Options{TypesFiles: []string{"longrun.types.yaml"}})
 //	if err != nil {
 //		t.Fatal(err)
 //	}
@@ -20,7 +20,9 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -38,9 +40,9 @@ const (
 
 // Options configure Start. The zero value serves longrun's built-in types.
 type Options struct {
-	// TypesFile is the operation types' definitions file, or several separated by commas,
-	// relative to the working directory or absolute; "" serves longrun's built-in types.
-	TypesFile string
+	// TypesFiles are the operation types' definitions files, merged as one, relative to the
+	// working directory or absolute; none serves longrun's built-in types.
+	TypesFiles []string
 	// APIAddr is where the API listens; default "127.0.0.1:0", a free port (see Stack.APIURL).
 	APIAddr string
 	// WorkerEnv is more environment for the types file's workers, after their local
@@ -49,9 +51,9 @@ type Options struct {
 	// Output receives the functions' and emulators' logs, each line prefixed with its
 	// function's name; default: discarded.
 	Output io.Writer
-	// Reconcile is how often the reconciler runs (on AWS a schedule of at least a minute);
-	// default 10 s.
-	Reconcile time.Duration
+	// ReconcileEvery is how often the reconciler runs (on AWS the construct's schedule, every
+	// minute); default 10 s.
+	ReconcileEvery time.Duration
 	// TraceFile turns tracing on: longrun's functions append their spans to this file, one
 	// JSON object a line (docs/observability.md#tracing); "" leaves tracing off.
 	TraceFile string
@@ -77,8 +79,14 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.APIAddr == "" {
 		opts.APIAddr = "127.0.0.1:0"
 	}
-	s, err := devstack.Start(ctx, devstack.Options{APIAddr: opts.APIAddr, TypesFile: opts.TypesFile, WorkerEnv: opts.WorkerEnv,
-		Output: opts.Output, ReconcileEvery: opts.Reconcile, Leases: testLeases(), TraceFile: opts.TraceFile})
+	for _, f := range opts.TypesFiles {
+		// The local functions read the files as LONGRUN_TYPES_FILE lists them: by commas.
+		if strings.TrimSpace(f) == "" || strings.Contains(f, ",") {
+			return nil, fmt.Errorf("local: TypesFiles %q: want a path per file, none empty, no comma in a path", opts.TypesFiles)
+		}
+	}
+	s, err := devstack.Start(ctx, devstack.Options{APIAddr: opts.APIAddr, TypesFile: strings.Join(opts.TypesFiles, ","), WorkerEnv: opts.WorkerEnv,
+		Output: opts.Output, ReconcileEvery: opts.ReconcileEvery, Leases: testLeases(), TraceFile: opts.TraceFile})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func TestProvisionEnvironmentEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stack, err := local.Start(ctx, local.Options{TypesFile: "longrun.types.yaml", Output: log,
+	stack, err := local.Start(ctx, local.Options{TypesFiles: []string{"longrun.types.yaml"}, Output: log,
 		WorkerEnv: map[string]string{"PROVISIONER_URL": prov.URL}})
 	if err != nil {
 		t.Fatal(err)

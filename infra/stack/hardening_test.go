@@ -14,8 +14,10 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 
+	"github.com/longrun-dev/longrun/construct"
 	"github.com/longrun-dev/longrun/infra/stack"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
+	"github.com/longrun-dev/longrun/internal/aws/logpattern"
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
 	"github.com/longrun-dev/longrun/internal/service/notify"
 	"github.com/longrun-dev/longrun/internal/testkit/cfntest"
@@ -84,12 +86,12 @@ func TestCognitoPoolKeepsTheTenantAdminOnly(t *testing.T) {
 	}
 	var tenant map[string]any
 	for _, a := range pool.Properties["Schema"].([]any) {
-		if a := a.(map[string]any); a["Name"] == stack.TenantAttribute {
+		if a := a.(map[string]any); a["Name"] == construct.TenantAttribute {
 			tenant = a
 		}
 	}
 	if tenant == nil || tenant["AttributeDataType"] != "String" {
-		t.Errorf("no custom:%s string attribute: %v", stack.TenantAttribute, pool.Properties["Schema"])
+		t.Errorf("no custom:%s string attribute: %v", construct.TenantAttribute, pool.Properties["Schema"])
 	}
 	clientID, client := only(t, "app clients", tpl.of("AWS::Cognito::UserPoolClient"))
 	if !reflect.DeepEqual(client.Properties["UserPoolId"], map[string]any{"Ref": poolID}) {
@@ -116,7 +118,7 @@ func TestCognitoPoolKeepsTheTenantAdminOnly(t *testing.T) {
 		t.Errorf("authorizer of %v", auth.Properties["ProviderARNs"])
 	}
 	_, group := only(t, "groups", tpl.of("AWS::Cognito::UserPoolGroup"))
-	if group.Properties["GroupName"] != stack.OperatorsGroup || stack.OperatorsGroup != "longrun-operators" {
+	if group.Properties["GroupName"] != construct.OperatorsGroup || construct.OperatorsGroup != "longrun-operators" {
 		t.Errorf("operators group %v", group.Properties["GroupName"])
 	}
 	// IAM stages have none of it.
@@ -276,19 +278,19 @@ func TestQuotaAndOutcomeUnknownAlarms(t *testing.T) {
 		sort.Strings(v)
 	}
 	want := map[string][]string{
-		"QuotaExceeded":           {"api " + stack.QuotaExceededPattern},
-		"OutcomeUnknownRecorded":  {"reconciler " + stack.OutcomeUnknownPatterns["reconciler"], "recorder " + stack.OutcomeUnknownPatterns["recorder"]},
-		"StuckOperationsRepaired": {"reconciler " + stack.StuckPattern},
-		"OutcomeUnknownWaiting":   {"reconciler " + stack.WaitingPattern},
+		"QuotaExceeded":           {"api " + logpattern.QuotaExceeded},
+		"OutcomeUnknownRecorded":  {"reconciler " + logpattern.ReconcilerOutcomeUnknown, "recorder " + logpattern.RecorderOutcomeUnknown},
+		"StuckOperationsRepaired": {"reconciler " + logpattern.Stuck},
+		"OutcomeUnknownWaiting":   {"reconciler " + logpattern.Waiting},
 	}
 	if !reflect.DeepEqual(filters, want) {
 		t.Errorf("metric filters\n%v\nwant\n%v", filters, want)
 	}
 	// The shapes the services log (docs: the request line has status; the recorder's has
 	// outcome and state).
-	if stack.QuotaExceededPattern != `{ $.message = "request" && $.status = 429 }` || stack.WaitingPattern != `{ $.message = "run" && $.outcome_unknown >= 0 }` ||
-		stack.OutcomeUnknownPatterns["recorder"] != `{ $.message = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }` {
-		t.Errorf("patterns %q %v", stack.QuotaExceededPattern, stack.OutcomeUnknownPatterns)
+	if logpattern.QuotaExceeded != `{ $.message = "request" && $.status = 429 }` || logpattern.Waiting != `{ $.message = "run" && $.outcome_unknown >= 0 }` ||
+		logpattern.RecorderOutcomeUnknown != `{ $.message = "recorded" && $.outcome = "outcome_unknown" && $.state = "outcome_unknown" }` {
+		t.Errorf("patterns %q %q", logpattern.QuotaExceeded, logpattern.RecorderOutcomeUnknown)
 	}
 	alarms := map[string]map[string]any{}
 	for _, a := range tpl.of("AWS::CloudWatch::Alarm") {

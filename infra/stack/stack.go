@@ -31,22 +31,6 @@ import (
 // logical id would replace the table, whose fixed name and RETAIN make that fail).
 const ConstructID = "Default"
 
-// The constants the stage's tests and tools share with the construct.
-const (
-	OperatorsGroup       = construct.OperatorsGroup
-	TenantAttribute      = construct.TenantAttribute
-	StuckPattern         = construct.StuckPattern
-	QuotaExceededPattern = construct.QuotaExceededPattern
-	WaitingPattern       = construct.WaitingPattern
-)
-
-// OutcomeUnknownPatterns are the log lines counted as operations recorded outcome_unknown,
-// by function.
-var OutcomeUnknownPatterns = map[string]string{
-	"recorder":   construct.RecorderOutcomeUnknownPattern,
-	"reconciler": construct.ReconcilerOutcomeUnknownPattern,
-}
-
 // New defines the stack.
 func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	if err := props.check(); err != nil {
@@ -57,7 +41,7 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	dev := props.Stage == "dev"
 
 	// The built-in workers, only those of the types the stage serves.
-	timeouts, err := construct.WorkerTimeouts("", props.demoTypes())
+	timeouts, err := construct.WorkerTimeouts(&construct.Props{DemoTypes: props.demoTypes()})
 	if err != nil {
 		panic(err)
 	}
@@ -141,8 +125,9 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 func suppressWorkerFindings(worker awslambda.Function) {
 	fn := []*cdknag.NagPackSuppression{
 		{
-			Id:     jsii.String("Serverless-LambdaDLQ"),
-			Reason: jsii.String("The recorder invokes a worker synchronously and records how the step ended; there is no asynchronous event to keep."),
+			Id: jsii.String("Serverless-LambdaDLQ"),
+			Reason: jsii.String("The recorder sends a step asynchronously with the recorder as the worker's destination on failure (the event, with the request): " +
+				"it records how the step ended, where a dead-letter queue would keep it from the operation."),
 		},
 		{
 			Id: jsii.String("Serverless-LambdaTracing"),

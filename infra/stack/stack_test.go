@@ -537,7 +537,7 @@ func TestAlarms(t *testing.T) {
 		metrics[name]++
 	}
 	fns := len(tpl.of("AWS::Lambda::Function"))
-	types := len(optype.Deployed(true).Types()) // dev serves the demo types
+	types := len(optype.Deployed(optype.WithDemo).Types()) // dev serves the demo types
 	if metrics["ApproximateNumberOfMessagesVisible"] != len(tpl.of("AWS::SQS::Queue")) || metrics["Errors"] != fns ||
 		// every state machine's failed executions: each worker's and its resume state machine's
 		metrics["StuckOperationsRepaired"] != 1 || metrics["ExecutionsFailed"] != len(tpl.of("AWS::StepFunctions::StateMachine")) ||

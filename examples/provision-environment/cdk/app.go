@@ -33,8 +33,13 @@ type AppProps struct {
 func NewStack(scope constructs.Construct, id string, p AppProps) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), nil)
 
+	props := &construct.Props{
+		Stage:      p.Stage,
+		TypesFiles: []string{p.TypesFile},
+		CodeDir:    p.LongrunCode,
+	}
 	// The worker may run as long as the type's stepTimeout (5 min).
-	timeouts, err := construct.WorkerTimeouts(p.TypesFile, false)
+	timeouts, err := construct.WorkerTimeouts(props)
 	if err != nil {
 		panic(err)
 	}
@@ -50,12 +55,8 @@ func NewStack(scope constructs.Construct, id string, p AppProps) awscdk.Stack {
 		Environment:   &map[string]*string{"PROVISIONER_URL": jsii.String(p.ProvisionerURL)},
 	})
 
-	lr := construct.New(stack, "Longrun", &construct.Props{
-		Stage:     p.Stage,
-		TypesFile: p.TypesFile,
-		CodeDir:   p.LongrunCode,
-		Workers:   map[string]awslambda.IFunction{"provisioner": worker},
-	})
+	props.Workers = map[string]awslambda.IFunction{"provisioner": worker}
+	lr := construct.New(stack, "Longrun", props)
 
 	// The subscriber hears this type's state changes and nothing else.
 	subscriber := awslambda.NewFunction(stack, jsii.String("Subscriber"), &awslambda.FunctionProps{

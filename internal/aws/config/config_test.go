@@ -148,7 +148,7 @@ const roundTrip = 60 * time.Millisecond
 
 // drain is reconcile.Drain for pace with the function's page and the construct's schedule.
 func drain(pace Reconcile) reconcile.Drain {
-	return reconcile.Drain{Rate: pace.DispatchRate, Budget: pace.Budget, Page: 100, Period: sizing.ReconcilePeriod,
+	return reconcile.Drain{Rate: pace.DispatchRate, Budget: pace.Budget, Page: 100, Period: sizing.ReconcileEvery,
 		Concurrency: pace.Concurrency, RoundTrip: roundTrip}
 }
 

@@ -105,13 +105,13 @@ func MustFunction(service string, required ...string) Function {
 // all agree; an invalid file stops the function with the file, type and field named.
 func Types(cfg Config) (*optype.Registry, error) {
 	if cfg.TypesFile == "" {
-		return optype.Deployed(cfg.DemoTypes), nil
+		return optype.Deployed(optype.Demo(cfg.DemoTypes)), nil
 	}
 	file, err := optype.LoadAll(List(cfg.TypesFile)...)
 	if err != nil {
 		return nil, err
 	}
-	return file.Registry(cfg.DemoTypes), nil
+	return file.Registry(optype.Demo(cfg.DemoTypes)), nil
 }
 
 // CancelBudget is the longest any of types' workflows may rightly go on after a cancel.

@@ -36,18 +36,19 @@ func Functions() map[string]Function {
 		API:        {MemoryMB: 512, Timeout: 10 * time.Second},
 		Dispatcher: {MemoryMB: 256, Timeout: 60 * time.Second, Reserved: 20},
 		Notifier:   {MemoryMB: 256, Timeout: 60 * time.Second, Reserved: 20},
-		// The recorder waits for every step it runs (it invokes the worker), so it is
-		// small, its timeout follows the steps (RecorderTimeout), and its reservation is
-		// the steps that may be in flight at once.
+		// The recorder is small: a slow step is sent to the worker asynchronously and
+		// holds no recorder invocation, but a step after a fast one runs within the
+		// recorder's, so its timeout follows the steps (RecorderTimeout).
 		Recorder:   {MemoryMB: 128, Timeout: RecorderTimeout(0), Reserved: 50},
 		Reconciler: {MemoryMB: 256, Timeout: 120 * time.Second, Reserved: 1},
 	}
 }
 
-// ReconcilePeriod is how often the construct's schedule runs the reconciler. A run's budget
-// (LONGRUN_RECONCILE_BUDGET) stays below it: the reconciler reserves one instance, so a run
-// still going when the next is due would make that one wait.
-const ReconcilePeriod = time.Minute
+// ReconcileEvery is how often the construct's schedule runs the reconciler (locally:
+// local.Options.ReconcileEvery and devstack.Options.ReconcileEvery, the same name). A run's
+// budget (LONGRUN_RECONCILE_BUDGET) stays below it: the reconciler reserves one instance, so
+// a run still going when the next is due would make that one wait.
+const ReconcileEvery = time.Minute
 
 // CollectorMemoryMB is the least memory of a function that hosts the OpenTelemetry collector
 // extension (tracing on): the extension runs in the function's sandbox and shares its memory
@@ -61,14 +62,16 @@ func (f Function) WithCollector() Function {
 	return f
 }
 
-// MaxStepTimeout is the longest stepTimeout a deployed type may have: the recorder waits for
-// a step within its own invocation, and Lambda runs an invocation for at most 15 minutes.
+// MaxStepTimeout is the longest stepTimeout a deployed type may have: a step after a fast
+// one (recorder.SyncBelow) runs within the recorder's own invocation, which Lambda ends at
+// 15 minutes, and the recorder needs a minute after the step to record how it ended.
 const MaxStepTimeout = 840 * time.Second
 
 // RecorderTimeout is the recorder's timeout when the longest stepTimeout of the deployment's
-// types is longestStep: a minute more than that step, so that one step always fits in an
-// invocation with time to record how it ended, and at least a minute; at most Lambda's 15
-// minutes (longestStep beyond MaxStepTimeout cannot be deployed).
+// types is longestStep: a minute more than that step, so that a step run synchronously (one
+// after a fast step) always fits in an invocation with time to record how it ended, and at
+// least a minute; at most Lambda's 15 minutes (longestStep beyond MaxStepTimeout cannot be
+// deployed).
 func RecorderTimeout(longestStep time.Duration) time.Duration {
 	return min(15*time.Minute, max(time.Minute, longestStep+time.Minute))
 }

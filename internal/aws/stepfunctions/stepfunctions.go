@@ -161,29 +161,30 @@ func (e *Executor) Running(ctx context.Context, ref string) (bool, error) {
 // (ResumeKey).
 type Continuations struct{ *Executor }
 
-func key(workflow string, resume bool) string {
-	if resume {
-		return ResumeKey(workflow)
+// machineKey is next's state machine in LONGRUN_STATE_MACHINES.
+func machineKey(next recorder.NextExecution) string {
+	if next.Resume {
+		return ResumeKey(next.Workflow)
 	}
-	return workflow
+	return next.Workflow
 }
 
-// Ref is the ARN of the execution called name, started or not.
-func (c Continuations) Ref(workflow string, resume bool, name string) (string, error) {
-	return c.Executor.Ref(key(workflow, resume), name)
+// Ref is the ARN of the execution next, started or not.
+func (c Continuations) Ref(next recorder.NextExecution) (string, error) {
+	return c.Executor.Ref(machineKey(next), next.Name)
 }
 
-// Start starts the execution called name; one already there comes back with its ARN and
+// Start starts the execution next; one already there comes back with its ARN and
 // dispatch.ErrAlreadyStarted.
-func (c Continuations) Start(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
-	return c.Executor.Start(ctx, key(workflow, resume), name, input)
+func (c Continuations) Start(ctx context.Context, next recorder.NextExecution, input []byte) (string, error) {
+	return c.Executor.Start(ctx, machineKey(next), next.Name, input)
 }
 
-// Continue starts the execution called name that carries on an operation's work, for the
+// Continue starts the execution next that carries on an operation's work, for the
 // reconciler, as a Run's hand-back does (Continuations.Start). One already there is
 // described instead: started is false.
-func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (reconcile.Execution, bool, error) {
-	ref, err := Continuations{e}.Start(ctx, workflow, resume, name, input)
+func (e *Executor) Continue(ctx context.Context, next recorder.NextExecution, input []byte) (reconcile.Execution, bool, error) {
+	ref, err := Continuations{e}.Start(ctx, next, input)
 	switch {
 	case errors.Is(err, dispatch.ErrAlreadyStarted):
 		ex, err := e.DescribeRef(ctx, ref)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/aws/stepfunctions"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 const machine = "arn:aws:states:us-east-1:123456789012:stateMachine:longrun-test-demo-task"
@@ -62,7 +63,7 @@ func TestThrottlingIsTranslated(t *testing.T) {
 		"describe": func(e *stepfunctions.Executor) error { _, err := e.DescribeRef(ctx, ref); return err },
 		"stop":     func(e *stepfunctions.Executor) error { return e.Stop(ctx, ref, "test") },
 		"continue": func(e *stepfunctions.Executor) error {
-			_, _, err := e.Continue(ctx, "demo-task", false, "op-1-1", []byte(`{}`))
+			_, _, err := e.Continue(ctx, recorder.NextExecution{Workflow: "demo-task", Name: "op-1-1"}, []byte(`{}`))
 			return err
 		},
 	}

@@ -17,7 +17,7 @@ func numberService(tb testing.TB, store Store) *Service {
 		tb.Fatal(err)
 	}
 	s := service(store)
-	s.Registry = file.Registry(false)
+	s.Registry = file.Registry(optype.WithoutDemo)
 	return s
 }
 

@@ -36,9 +36,9 @@ func BuiltinFile() *File {
 
 // Builtin returns the registry of every built-in type, demo types included: what tests and
 // the local stack run. A deployed function takes Deployed's registry instead.
-func Builtin() *Registry { return Deployed(true) }
+func Builtin() *Registry { return Deployed(WithDemo) }
 
-// Deployed returns the registry a deployment serves: the built-in types, without the demo
-// types (Type.Demo) unless demo is true. The functions read demo from LONGRUN_DEMO_TYPES
+// Deployed returns the registry a deployment serves: the built-in types, the demo types
+// (Type.Demo) only WithDemo. The functions read demo from LONGRUN_DEMO_TYPES
 // (internal/aws/config), which the CDK stack sets to true on dev stages only.
-func Deployed(demo bool) *Registry { return builtinFile().Registry(demo) }
+func Deployed(demo Demo) *Registry { return builtinFile().Registry(demo) }

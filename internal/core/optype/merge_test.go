@@ -27,7 +27,7 @@ local:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := merged.Registry(true); len(r.Names()) != 3 || merged.Local["extra"].Command[0] != "./extra" || merged.Local["demo-task"].Go == "" {
+	if r := merged.Registry(WithDemo); len(r.Names()) != 3 || merged.Local["extra"].Command[0] != "./extra" || merged.Local["demo-task"].Go == "" {
 		t.Fatalf("merged %v %+v", r.Names(), merged.Local)
 	}
 	_, err = Merge(BuiltinFile(), extra, BuiltinFile())

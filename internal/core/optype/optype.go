@@ -191,12 +191,23 @@ func (r *Registry) Workers() []string {
 	return workers
 }
 
-// Registry returns the registry of the file's types, without the demo types (Type.Demo)
-// unless demo is true.
-func (f *File) Registry(demo bool) *Registry {
+// Demo says whether a registry holds the demo types (Type.Demo): a deployment serves them
+// only when asked (LONGRUN_DEMO_TYPES), tests and the local stack always do.
+type Demo bool
+
+const (
+	// WithDemo holds the demo types beside the others.
+	WithDemo Demo = true
+	// WithoutDemo leaves them out.
+	WithoutDemo Demo = false
+)
+
+// Registry returns the registry of the file's types, the demo types (Type.Demo) only
+// WithDemo.
+func (f *File) Registry(demo Demo) *Registry {
 	var types []Type
 	for _, t := range f.Types {
-		if demo || !t.Demo {
+		if demo == WithDemo || !t.Demo {
 			types = append(types, t)
 		}
 	}

@@ -266,14 +266,14 @@ func TestLookAlikeTargetsAreOneTargetOrRefused(t *testing.T) {
 // outcome_unknown on request, which keeps its lock and quota slot.
 func TestDeployedLeavesOutDemoTypesUnlessEnabled(t *testing.T) {
 	for _, tc := range []struct {
-		demo bool
+		demo Demo
 		want string
-	}{{false, "export.orders"}, {true, "demo.task,export.orders"}} {
+	}{{WithoutDemo, "export.orders"}, {WithDemo, "demo.task,export.orders"}} {
 		r := Deployed(tc.demo)
 		if got := strings.Join(r.Names(), ","); got != tc.want {
 			t.Errorf("Deployed(%v): %s, want %s", tc.demo, got, tc.want)
 		}
-		if _, ok := r.Lookup("demo.task"); ok != tc.demo {
+		if _, ok := r.Lookup("demo.task"); ok != (tc.demo == WithDemo) {
 			t.Errorf("Deployed(%v) looks up demo.task: %v", tc.demo, ok)
 		}
 		if got := strings.Join(BuiltinFile().Registry(tc.demo).Names(), ","); got != tc.want {
@@ -286,7 +286,7 @@ func TestDeployedLeavesOutDemoTypesUnlessEnabled(t *testing.T) {
 			t.Errorf("%s: Demo %v", name, typ.Demo)
 		}
 	}
-	if got := strings.Join(Deployed(false).Workers(), ","); got != "export-orders" {
-		t.Errorf("Deployed(false) workers: %s", got)
+	if got := strings.Join(Deployed(WithoutDemo).Workers(), ","); got != "export-orders" {
+		t.Errorf("Deployed(WithoutDemo) workers: %s", got)
 	}
 }

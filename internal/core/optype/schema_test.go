@@ -21,16 +21,16 @@ func example(t *testing.T) *File {
 
 func TestLoadExample(t *testing.T) {
 	f := example(t)
-	if got := strings.Join(f.Registry(false).Names(), ","); got != "infra.build,infra.deploy,sandbox.session" {
+	if got := strings.Join(f.Registry(WithoutDemo).Names(), ","); got != "infra.build,infra.deploy,sandbox.session" {
 		t.Fatalf("names %s", got)
 	}
-	deploy, _ := f.Registry(false).Lookup("infra.deploy")
+	deploy, _ := f.Registry(WithoutDemo).Lookup("infra.deploy")
 	if deploy.Version != 3 || deploy.Worker != "deployer" || deploy.Deadline != 2*time.Hour || deploy.StepTimeout != 15*time.Minute ||
 		deploy.MaxSteps != 100 || deploy.StepDelay != 30*time.Second || deploy.Retention != 48*time.Hour || deploy.QuotaWeight != 5 ||
 		deploy.MintsTarget || deploy.Demo {
 		t.Errorf("infra.deploy: %+v", deploy)
 	}
-	if got := strings.Join(f.Registry(false).Workers(), ","); got != "deployer,sandbox" {
+	if got := strings.Join(f.Registry(WithoutDemo).Workers(), ","); got != "deployer,sandbox" {
 		t.Errorf("workers %s", got)
 	}
 	dir, _ := filepath.Abs("testdata")
@@ -57,7 +57,7 @@ func TestLoadExample(t *testing.T) {
 // Schema validation of a test-defined type with nested objects, on admission's json.Number
 // input.
 func TestSchemaValidation(t *testing.T) {
-	r := example(t).Registry(false)
+	r := example(t).Registry(WithoutDemo)
 	ok := `{"project":"shop","environment":"prod","spec":{"region":"eu"}}`
 	in := input(t, `{"project":"shop","environment":"prod","spec":{"region":"eu","replicas":3}}`)
 	if _, isNumber := in["spec"].(map[string]any)["replicas"].(json.Number); !isNumber {
@@ -109,7 +109,7 @@ func TestSchemaValidation(t *testing.T) {
 // Target templates: several placeholders, nested pointers, integers in decimal, and the
 // whole value normalized by NormalizeTarget.
 func TestTargetTemplates(t *testing.T) {
-	r := example(t).Registry(false)
+	r := example(t).Registry(WithoutDemo)
 	checkTargets(t, r, []targetCase{
 		{"infra.deploy", `{"project":"shop","environment":"staging","spec":{"region":"eu"}}`, "env:shop/staging", nil},
 		{"infra.build", `{"spec":{"region":"eu-west-1"},"number":42}`, "build:eu-west-1#42", nil},
@@ -140,7 +140,7 @@ func TestTargetTemplates(t *testing.T) {
 }
 
 func TestWithDefaults(t *testing.T) {
-	r := example(t).Registry(false)
+	r := example(t).Registry(WithoutDemo)
 	deploy, _ := r.Lookup("infra.deploy")
 	demo, _ := Builtin().Lookup("demo.task")
 	orders, _ := Builtin().Lookup("export.orders")

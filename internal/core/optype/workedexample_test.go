@@ -14,7 +14,7 @@ func TestTheWorkedExampleBoundsItsInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := f.Registry(false)
+	r := f.Registry(WithoutDemo)
 	ok := func(project, environment, template string) string {
 		return `{"project":"` + project + `","environment":"` + environment + `","template":"` + template + `"}`
 	}

@@ -179,7 +179,7 @@ func functions(file *optype.File, builtin bool, workerEnv map[string]string) ([]
 	fs := []function{{name: "api", concurrency: 16, timeout: 30}, {name: "dispatcher", concurrency: 4, timeout: 60},
 		{name: "notifier", concurrency: 2, timeout: 60}, {name: "recorder", concurrency: 16, timeout: 60},
 		{name: "reconciler", concurrency: 1, timeout: 60}}
-	types := file.Registry(true)
+	types := file.Registry(optype.WithDemo)
 	longest := time.Duration(0)
 	for _, t := range types.Types() {
 		longest = max(longest, t.StepTimeout)
@@ -295,10 +295,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.createStateMachines(ctx, types.Registry(true), arns); err != nil {
+	if err := s.createStateMachines(ctx, types.Registry(optype.WithDemo), arns); err != nil {
 		return nil, err
 	}
-	if err := s.configureWorkers(ctx, types.Registry(true), arns); err != nil {
+	if err := s.configureWorkers(ctx, types.Registry(optype.WithDemo), arns); err != nil {
 		return nil, err
 	}
 	if opts.TypesFile != "" {

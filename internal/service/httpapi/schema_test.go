@@ -42,7 +42,7 @@ func withTypes(t *testing.T, yaml string) option {
 		t.Fatal(err)
 	}
 	return func(e *env) {
-		e.service.Registry = file.Registry(true)
+		e.service.Registry = file.Registry(optype.WithDemo)
 		e.handler.Types = e.service.Registry
 	}
 }

@@ -60,7 +60,7 @@ type Executions interface {
 	Describe(ctx context.Context, workflow, name string) (Execution, error)
 	DescribeRef(ctx context.Context, ref string) (Execution, error)
 	Stop(ctx context.Context, ref, cause string) error
-	Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (ex Execution, started bool, err error)
+	Continue(ctx context.Context, next recorder.NextExecution, input []byte) (ex Execution, started bool, err error)
 }
 
 // Store is the fact log plus the due index.
@@ -570,7 +570,7 @@ func (r *run) carryOn(ctx context.Context, op operation.Operation, workflow stri
 		var started bool
 		ok, err := r.call(ctx, callStart, r.Starts, func() error {
 			var err error
-			ex, started, err = r.Executions.Continue(ctx, workflow, resume, name, input)
+			ex, started, err = r.Executions.Continue(ctx, recorder.NextExecution{Workflow: workflow, Resume: resume, Name: name}, input)
 			return err
 		})
 		if err != nil || !ok {

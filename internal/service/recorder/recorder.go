@@ -543,7 +543,7 @@ func (r *Recorder) claim(op operation.Operation, c *continuation) (*operation.Fa
 	if !ok {
 		return nil, false
 	}
-	own, err := r.Executions.Ref(typ.Worker, c.resume, c.name(op.ID))
+	own, err := r.Executions.Ref(NextExecution{Workflow: typ.Worker, Resume: c.resume, Name: c.name(op.ID)})
 	if err != nil || op.Execution == own || op.Execution == "" && c.k == 0 { // the first, unnamed yet, needs no naming
 		return nil, false
 	}

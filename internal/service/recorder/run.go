@@ -31,10 +31,10 @@ type Invoker interface {
 // waits first (resume). internal/aws/stepfunctions is the one on AWS.
 type Executions interface {
 	// Ref is the reference the execution called name has, or will have once started.
-	Ref(workflow string, resume bool, name string) (string, error)
+	Ref(next NextExecution) (string, error)
 	// Start starts it with input; one of that name already there is no error when its
 	// reference comes back.
-	Start(ctx context.Context, workflow string, resume bool, name string, input []byte) (string, error)
+	Start(ctx context.Context, next NextExecution, input []byte) (string, error)
 	// Running reports whether the execution ref is still running.
 	Running(ctx context.Context, ref string) (bool, error)
 }
@@ -373,7 +373,7 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled, rc *runCon
 	resume := d.Next == NextWait
 	k := in.Continuation + 1
 	name := fmt.Sprintf("%s-%d", op.ID, k)
-	ref, err := r.Executions.Ref(typ.Worker, resume, name)
+	ref, err := r.Executions.Ref(NextExecution{Workflow: typ.Worker, Resume: resume, Name: name})
 	if err != nil {
 		return Decision{}, err
 	}
@@ -382,7 +382,7 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled, rc *runCon
 		// The dispatcher's fact can lose the race to the first step's (the execution began
 		// before it was recorded), and then names no execution: this is the first one, named
 		// after the operation on the type's own state machine.
-		if current, err = r.Executions.Ref(typ.Worker, false, op.ID); err != nil {
+		if current, err = r.Executions.Ref(NextExecution{Workflow: typ.Worker, Name: op.ID}); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -407,7 +407,7 @@ func (r *Recorder) handBack(ctx context.Context, in Input, h handled, rc *runCon
 	if err != nil {
 		return Decision{}, err
 	}
-	if started, err := r.Executions.Start(ctx, typ.Worker, resume, name, payload); err != nil && started == "" {
+	if started, err := r.Executions.Start(ctx, NextExecution{Workflow: typ.Worker, Resume: resume, Name: name}, payload); err != nil && started == "" {
 		// Step Functions refused the start (throttled after the client's retries): every
 		// step's end is recorded and nothing is in flight, so this execution ends with the
 		// next one's input for the reconciler to start, rather than failing and running its

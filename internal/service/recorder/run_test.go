@@ -78,7 +78,8 @@ type started struct {
 	raw      []byte
 }
 
-func (e *executions) Ref(workflow string, resume bool, name string) (string, error) {
+func (e *executions) Ref(next recorder.NextExecution) (string, error) {
+	workflow, resume, name := next.Workflow, next.Resume, next.Name
 	m := "longrun-" + workflow
 	if resume {
 		m += "-resume"
@@ -86,7 +87,8 @@ func (e *executions) Ref(workflow string, resume bool, name string) (string, err
 	return "arn:aws:states:us-east-1:123456789012:execution:" + m + ":" + name, nil
 }
 
-func (e *executions) Start(_ context.Context, workflow string, resume bool, name string, input []byte) (string, error) {
+func (e *executions) Start(_ context.Context, next recorder.NextExecution, input []byte) (string, error) {
+	workflow, resume, name := next.Workflow, next.Resume, next.Name
 	var in recorder.Input
 	if err := json.Unmarshal(input, &in); err != nil {
 		return "", err
@@ -99,7 +101,7 @@ func (e *executions) Start(_ context.Context, workflow string, resume bool, name
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.started = append(e.started, started{workflow, resume, name, in, input})
-	return e.Ref(workflow, resume, name)
+	return e.Ref(next)
 }
 
 func (e *executions) Running(_ context.Context, ref string) (bool, error) {
@@ -226,7 +228,7 @@ func TestRunHandsTheWorkOn(t *testing.T) {
 		s := &script{answers: []any{`{"status":"continue","state":{"n":1},"wait":true}`, `{"status":"continue","state":{"n":2}}`, `{"status":"succeeded"}`}}
 		w := f.run(s, recorder.Input{OperationID: id, CorrelationID: "corr-1"})
 		st := ex.last(t)
-		ref, _ := ex.Ref("test-poll", true, id+"-1")
+		ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id + "-1"})
 		if w.Next != recorder.NextWait || w.WaitSeconds != 20 || w.ContinuedIn != id+"-1" || len(s.requests) != 1 ||
 			st.workflow != "test-poll" || !st.resume || st.name != id+"-1" || st.input.Continuation != 1 || st.input.CorrelationID != "corr-1" {
 			t.Fatalf("a wait goes on in the resume state machine: %+v, started %+v after %d steps", w, st, len(s.requests))
@@ -289,7 +291,7 @@ func TestRunGoesNoFurtherInAStoppedExecution(t *testing.T) {
 			ex := &executions{stopped: map[string]bool{}}
 			f.rec.Executions = ex
 			id := f.newOp()
-			first, _ := ex.Ref("test-poll", false, id)
+			first, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Name: id})
 			recorded := ""
 			if dispatched {
 				if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindDispatched,
@@ -414,7 +416,7 @@ func TestRacingHandBacksRecordOnce(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			ref, _ := ex.Ref("test-poll", true, id+"-1")
+			ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id + "-1"})
 			op := f.load(id)
 			// One runs the step and hands on; the other found the step in flight (the
 			// workflow tries it again) or, coming after, the work handed on (it does
@@ -577,7 +579,7 @@ func TestTheNextExecutionExistsBeforeAFactNamesIt(t *testing.T) {
 		ex := &executions{}
 		f.rec.Executions = ex
 		id := f.newOp()
-		ref, _ := ex.Ref("test-poll", true, id+"-1")
+		ref, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id + "-1"})
 		namedAtStart := ""
 		ex.onStart = func(string) error { namedAtStart = f.load(id).Execution; return nil }
 		d := f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
@@ -601,7 +603,7 @@ func TestAContinuationNamesItself(t *testing.T) {
 		s := &script{answers: []any{`{"status":"continue"}`, `{"status":"succeeded"}`}}
 		f.clock.Add(time.Minute)
 		d := f.run(s, recorder.Input{OperationID: id3, Continuation: 1, Gate: &recorder.Gate{Decision: &wait}})
-		own, _ := ex.Ref("test-poll", true, id3+"-1")
+		own, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id3 + "-1"})
 		op := f.load(id3)
 		if before.Execution == own || d.Next != recorder.NextDone || op.State != operation.Succeeded || len(s.requests) != 1 || s.requests[0].Step != 2 {
 			t.Fatalf("%+v: %s after %d steps, named %q (before %q)", d, op.State, len(s.requests), op.Execution, before.Execution)
@@ -624,7 +626,7 @@ func TestTwoHandBacksOnDifferentMachinesContinueOnce(t *testing.T) {
 		id := f.newOp()
 		// Run A handed a wait on: <id>-1 on the resume state machine is named.
 		f.run(&script{answers: []any{`{"status":"continue","wait":true}`}}, recorder.Input{OperationID: id})
-		resumeRef, _ := ex.Ref("test-poll", true, id+"-1")
+		resumeRef, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Resume: true, Name: id + "-1"})
 		if f.load(id).Execution != resumeRef {
 			t.Fatal("Run A's continuation is not named")
 		}
@@ -781,14 +783,14 @@ func TestAContinuationOfWorkNotStartedStartsIt(t *testing.T) {
 	ex := &executions{}
 	f.rec.Executions = ex
 	id := f.newOp()
-	first, _ := ex.Ref("test-poll", false, id)
+	first, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Name: id})
 	if _, err := f.store.Append(context.Background(), f.load(id), operation.Fact{Kind: operation.KindDispatched,
 		Source: operation.SourceDispatcher, At: f.clock.Now(), Execution: first}); err != nil {
 		t.Fatal(err)
 	}
 	s := &script{answers: []any{`{"status":"succeeded"}`}}
 	d := f.run(s, recorder.Input{OperationID: id, Continuation: 1})
-	own, _ := ex.Ref("test-poll", false, id+"-1")
+	own, _ := ex.Ref(recorder.NextExecution{Workflow: "test-poll", Name: id + "-1"})
 	if op := f.load(id); d.Next != recorder.NextDone || op.State != operation.Succeeded || op.Execution != own || len(s.requests) != 1 {
 		t.Fatalf("%+v: %s, latest %q after %d steps", d, op.State, op.Execution, len(s.requests))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 	"github.com/longrun-dev/longrun/internal/service/reconcile"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 // Execution is one started execution.
@@ -109,11 +110,12 @@ func (e *Executor) DescribeRef(_ context.Context, ref string) (reconcile.Executi
 // Continue starts the execution that carries on an operation's work, as the reconciler
 // does: on workflow's resume state machine (workflow + "-resume") when resume. One of that
 // name already there is described instead (started false).
-func (e *Executor) Continue(ctx context.Context, workflow string, resume bool, name string, input []byte) (reconcile.Execution, bool, error) {
-	if resume {
+func (e *Executor) Continue(ctx context.Context, next recorder.NextExecution, input []byte) (reconcile.Execution, bool, error) {
+	workflow := next.Workflow
+	if next.Resume {
 		workflow += "-resume"
 	}
-	ref, err := e.Start(ctx, workflow, name, input)
+	ref, err := e.Start(ctx, workflow, next.Name, input)
 	switch {
 	case errors.Is(err, dispatch.ErrAlreadyStarted):
 		ex, err := e.DescribeRef(ctx, ref)
