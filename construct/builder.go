@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -226,7 +227,29 @@ func (b *builder) recorder() {
 		b.restartExecutions = append(b.restartExecutions, executionsArn(w), executionsArn(w+"-resume"))
 	}
 	b.key = b.lr.Table.EncryptionKey()
-	recorder := b.function("recorder", map[string]*string{"LONGRUN_STATE_MACHINES": b.stack.ToJsonString(byName, nil)})
+	// The key of the seals by which the recorder and the reconciler take back only what
+	// longrun handed Step Functions and Lambda (docs/security.md, "What the recorder
+	// trusts"): a random string no person sees, read once per cold start.
+	b.lr.SealSecret = awssecretsmanager.NewSecret(b.c, jsii.String("SealSecret"), &awssecretsmanager.SecretProps{
+		SecretName:  b.name("seal"),
+		Description: jsii.String("longrun " + b.props.Stage + ": the key of the recorder's seals"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			PasswordLength: jsii.Number(64), ExcludePunctuation: jsii.Bool(true),
+		},
+		EncryptionKey: b.key,
+		RemovalPolicy: b.removal(),
+	})
+	// The function behind each worker: a Run or a delivery that names another is refused.
+	workerArns := map[string]interface{}{}
+	for _, w := range b.workers {
+		workerArns[w] = b.props.Workers[w].FunctionArn()
+	}
+	recorder := b.function("recorder", map[string]*string{
+		"LONGRUN_STATE_MACHINES": b.stack.ToJsonString(byName, nil),
+		"LONGRUN_SEAL_SECRET":    b.lr.SealSecret.SecretArn(),
+		"LONGRUN_WORKERS":        b.stack.ToJsonString(workerArns, nil),
+	})
+	b.lr.SealSecret.GrantRead(recorder, nil)
 	grantExecutionKey(recorder, b.key, b.restartArns)
 	recorder.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions: jsii.Strings("states:StartExecution"), Resources: &b.restartArns,
@@ -322,11 +345,12 @@ func (b *builder) functions() {
 	b.function("notifier", map[string]*string{"LONGRUN_EVENT_BUS": b.lr.Bus.EventBusName()})
 	reconcilerEnv := map[string]*string{
 		"LONGRUN_STATE_MACHINES": b.machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlq.QueueUrl(),
+		"LONGRUN_SEAL_SECRET": b.lr.SealSecret.SecretArn(),
 	}
 	for k, v := range b.props.Reconcile.env() {
 		reconcilerEnv[k] = jsii.String(v)
 	}
-	b.function("reconciler", reconcilerEnv)
+	b.lr.SealSecret.GrantRead(b.function("reconciler", reconcilerEnv), nil)
 }
 
 // grants are what longrun's functions may do with the table, the workflows, the

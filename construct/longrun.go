@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -56,6 +57,9 @@ type Longrun struct {
 	// DeadLetterQueues are the stream consumers' on-failure queues: "dispatcher" (also the
 	// reconciler's) and "notifier".
 	DeadLetterQueues map[string]awssqs.Queue
+	// SealSecret keys the seals by which the recorder and the reconciler take back only what
+	// longrun made (docs/security.md, "What the recorder trusts"). Only they may read it.
+	SealSecret awssecretsmanager.Secret
 	// TypesLayer holds the definitions files on /opt; nil for the built-in types.
 	TypesLayer awslambda.LayerVersion
 	// UserPool authorizes the API with Cognito (Props.Cognito's pool or the one New
