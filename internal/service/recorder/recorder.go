@@ -291,6 +291,10 @@ func stepEnd(in Input, req *step.Request) end {
 	case step.Failed:
 		f.Kind = operation.KindFailed
 		f.Problem = operation.NewProblem(rep.Problem.Code, rep.Problem.Title, rep.Problem.Detail)
+		if rep.Progress != nil {
+			// How far the work came, in the worker's words: the failed step did not complete.
+			f.Progress = progressAfter(req.Step-1, rep.Progress)
+		}
 	default: // step.OutcomeUnknown
 		f.Kind = operation.KindOutcomeUnknown
 		f.Problem = operation.NewProblem("result_lost", "Result lost",
@@ -432,6 +436,9 @@ type pace struct {
 	loaded *operation.Operation
 	// worker is the function the Run sends steps to, which must be the type's (serves).
 	worker string
+	// heldBack is the progress the Run's last step came to and held back (a quiet step):
+	// the end of the next step records it when it ends the work.
+	heldBack *operation.Progress
 }
 
 // ErrTypeNotServed is a Run's answer for an operation whose type this recorder does not
@@ -609,8 +616,13 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			}
 			f := *e.fact // this attempt's copy: the next one decides afresh
 			if f.Progress == nil && next.Step > 1 && (op.Progress == nil || op.Progress.CompletedSteps < next.Step-1) {
-				// the steps before it completed, and a paced Run held their progress back
+				// The steps before it completed, and a paced Run held their progress back:
+				// what the last of them reported, so that the end keeps it.
 				f.Progress = &operation.Progress{CompletedSteps: next.Step - 1}
+				if hb := p.heldBack; hb != nil && hb.CompletedSteps == next.Step-1 {
+					held := *hb
+					f.Progress = &held
+				}
 			}
 			add(f)
 			g.recorded = &f

@@ -155,6 +155,8 @@ type runContext struct {
 	steps   int
 	// loaded is the operation as the delivery read it, for the first step's decision.
 	loaded *operation.Operation
+	// heldBack is the progress the last step came to, held back (pace.heldBack).
+	heldBack *operation.Progress
 }
 
 // steps runs the operation's steps from in, the ran-th of the Run first, until the work is
@@ -165,7 +167,7 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		// A parked Run writes a fact per step anyway (its lease names the step), so no
 		// progress is held back.
 		p := pace{quiet: rc.park == nil && r.Now().Sub(lastProgress) < ProgressEvery, self: rc.self, run: rc.run,
-			park: rc.park, loaded: rc.loaded, worker: rc.worker}
+			park: rc.park, loaded: rc.loaded, worker: rc.worker, heldBack: rc.heldBack}
 		rc.loaded = nil
 		if ran > 0 {
 			p.fits = func(stepTimeout time.Duration) bool { return r.fits(ctx, rc, stepTimeout) }
@@ -181,6 +183,7 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 			}
 		}
 		d, progressed := h.Decision, h.progressed
+		rc.heldBack = h.heldBack
 		if errors.Is(err, ErrStepInFlight) {
 			r.Log.WarnContext(ctx, "step in flight elsewhere", "operation_id", in.OperationID)
 			return Decision{}, err

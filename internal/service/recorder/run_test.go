@@ -795,3 +795,37 @@ func TestAContinuationOfWorkNotStartedStartsIt(t *testing.T) {
 		t.Fatalf("%+v: %s, latest %q after %d steps", d, op.State, op.Execution, len(s.requests))
 	}
 }
+
+// A failed operation keeps the progress its fast steps reported (issue #21): step 1's 33 %
+// was held back (a quiet step), and step 2's failure records it with the end; a failed
+// report's own progress is kept too.
+func TestTheEndKeepsTheProgressOfFastSteps(t *testing.T) {
+	for _, c := range []struct {
+		name, second string
+		want         operation.Progress
+	}{
+		{"held back", `{"status":"failed","problem":{"code":"bad","title":"Bad"}}`,
+			operation.Progress{CompletedSteps: 1, Percent: ptr(33), Message: "one of three"}},
+		{"in the failed report", `{"status":"failed","problem":{"code":"bad","title":"Bad"},"progress":{"percent":50,"message":"half"}}`,
+			operation.Progress{CompletedSteps: 1, Percent: ptr(50), Message: "half"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			id := f.newOp()
+			s := &script{answers: []any{`{"status":"continue","progress":{"percent":33,"message":"one of three"}}`, c.second}}
+			if d := f.run(s, recorder.Input{OperationID: id}); d.Next != recorder.NextDone {
+				t.Fatalf("decision %+v", d)
+			}
+			op := f.load(id)
+			if op.State != operation.Failed || op.Progress == nil {
+				t.Fatalf("%s %+v", op.State, op.Progress)
+			}
+			got := *op.Progress
+			if got.CompletedSteps != c.want.CompletedSteps || got.Message != c.want.Message || got.Percent == nil || *got.Percent != *c.want.Percent {
+				t.Fatalf("progress %+v (percent %v), want %+v", got, got.Percent, c.want)
+			}
+		})
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
