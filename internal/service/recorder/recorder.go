@@ -26,6 +26,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/logctx"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/runes"
 	"github.com/longrun-dev/longrun/internal/core/seal"
 	"github.com/longrun-dev/longrun/internal/core/step"
 	"go.opentelemetry.io/otel/trace"
@@ -260,7 +261,7 @@ func stepEnd(in Input, req *step.Request) end {
 			var err error
 			if rep, err = step.ParseReportCuttingText(raw); err != nil {
 				return fail(operation.KindOutcomeUnknown, "invalid_report", "Invalid step report",
-					fmt.Sprintf("Step %d's worker answered with something that is not a step report (%v); the step may have acted, so the outcome is unknown.", req.Step, truncate(err.Error(), 300)))
+					fmt.Sprintf("Step %d's worker answered with something that is not a step report (%v); the step may have acted, so the outcome is unknown.", req.Step, runes.Cut(err.Error(), 300)))
 			}
 		}
 	}
@@ -268,7 +269,7 @@ func stepEnd(in Input, req *step.Request) end {
 	case failure == throttled:
 		cause := "throttled"
 		if in.Error != nil && in.Error.Cause != "" {
-			cause = truncate(in.Error.Cause, 100)
+			cause = runes.Cut(in.Error.Cause, 100)
 		}
 		return end{refused: cause}
 	case failure == "States.Timeout":
@@ -276,7 +277,7 @@ func stepEnd(in Input, req *step.Request) end {
 			fmt.Sprintf("Step %d did not finish within its step timeout of %ds; it may have acted, so the outcome is unknown until it is reconciled.", req.Step, req.StepTimeoutSeconds))
 	case failure != "":
 		return fail(operation.KindOutcomeUnknown, "worker_error", "Worker failed",
-			"The worker failed ("+truncate(failure, 100)+") after it may have acted; the outcome is unknown until it is reconciled.")
+			"The worker failed ("+runes.Cut(failure, 100)+") after it may have acted; the outcome is unknown until it is reconciled.")
 	}
 	f := operation.Fact{Source: operation.SourceExecutor}
 	switch rep.Status {
@@ -798,11 +799,4 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 		d.WaitSeconds = max(d.WaitSeconds, 1)
 	}
 	return nil, d
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/runes"
 	"github.com/longrun-dev/longrun/internal/core/step"
 	"github.com/longrun-dev/longrun/internal/core/tracelink"
 )
@@ -266,9 +267,9 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 func taskError(err error) *TaskError {
 	var ie *step.InvokeError
 	if errors.As(err, &ie) {
-		return &TaskError{Error: ie.Name, Cause: truncate(ie.Cause, 300)}
+		return &TaskError{Error: ie.Name, Cause: runes.Cut(ie.Cause, 300)}
 	}
-	return &TaskError{Error: "Lambda.Unknown", Cause: truncate(err.Error(), 300)}
+	return &TaskError{Error: "Lambda.Unknown", Cause: runes.Cut(err.Error(), 300)}
 }
 
 // slim is d as it is handed to Step Functions, whose execution input, task input and task
