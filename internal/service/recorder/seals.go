@@ -39,6 +39,25 @@ func (in Input) fresh() bool {
 	return in.Continuation == 0 && in.Gate == nil && in.Task == nil && in.Error == nil && in.RecordError == nil
 }
 
+// The three documents the recorder seals each keep their seal in a Seal field; sealOf and
+// checkSeal take the document with that field empty, which is what the seal covers.
+
+func sealOf(s *seal.Sealer, purpose, id string, unsealed any) (string, error) {
+	doc, err := marshal(unsealed)
+	if err != nil {
+		return "", err
+	}
+	return s.Seal(purpose, id, doc)
+}
+
+func checkSeal(s *seal.Sealer, purpose, id string, unsealed any, mac string) error {
+	doc, err := marshal(unsealed)
+	if err != nil {
+		return err
+	}
+	return s.Check(purpose, id, doc, mac)
+}
+
 // SealInput is in with its seal: the input of an execution that carries the work on (a
 // Run's hand-back, and the reconciler's carrying on).
 func SealInput(s *seal.Sealer, in Input) (Input, error) {
@@ -46,29 +65,22 @@ func SealInput(s *seal.Sealer, in Input) (Input, error) {
 		return in, nil
 	}
 	in.Seal = ""
-	doc, err := marshal(in)
-	if err != nil {
-		return Input{}, err
-	}
-	in.Seal, err = s.Seal(seal.PurposeInput, in.OperationID, doc)
+	mac, err := sealOf(s, seal.PurposeInput, in.OperationID, in)
+	in.Seal = mac
 	return in, err
 }
 
 // checkInput is nil when in is a dispatcher's input or sealed by this deployment.
 func checkInput(s *seal.Sealer, in Input) error {
-	if in.Seal == "" {
+	mac := in.Seal
+	if mac == "" {
 		if in.fresh() {
 			return nil
 		}
 		return fmt.Errorf("%w: operation %s: the execution's input carries state without a seal", ErrForged, in.OperationID)
 	}
-	mac := in.Seal
 	in.Seal = ""
-	doc, err := marshal(in)
-	if err != nil {
-		return err
-	}
-	if err := s.Check(seal.PurposeInput, in.OperationID, doc, mac); err != nil {
+	if err := checkSeal(s, seal.PurposeInput, in.OperationID, in, mac); err != nil {
 		return fmt.Errorf("%w: operation %s: %w", ErrForged, in.OperationID, err)
 	}
 	return nil
@@ -80,35 +92,26 @@ func SealDecision(s *seal.Sealer, id string, d Decision) (Decision, error) {
 		return d, nil
 	}
 	d.Seal = ""
-	doc, err := marshal(d)
-	if err != nil {
-		return Decision{}, err
-	}
-	d.Seal, err = s.Seal(seal.PurposeDecision, id, doc)
+	mac, err := sealOf(s, seal.PurposeDecision, id, d)
+	d.Seal = mac
 	return d, err
 }
 
 func checkDecision(s *seal.Sealer, id string, d Decision) error {
 	mac := d.Seal
 	d.Seal = ""
-	doc, err := marshal(d)
-	if err != nil {
-		return err
-	}
-	return s.Check(seal.PurposeDecision, id, doc, mac)
+	return checkSeal(s, seal.PurposeDecision, id, d, mac)
 }
 
 // sealedRequest is req as the worker is sent it: JSON, with its seal.
 func sealedRequest(s *seal.Sealer, req step.Request) ([]byte, error) {
 	req.Seal = ""
 	if s != nil {
-		doc, err := marshal(req)
+		mac, err := sealOf(s, seal.PurposeStep, req.OperationID, req)
 		if err != nil {
 			return nil, err
 		}
-		if req.Seal, err = s.Seal(seal.PurposeStep, req.OperationID, doc); err != nil {
-			return nil, err
-		}
+		req.Seal = mac
 	}
 	return marshal(req)
 }
@@ -117,11 +120,7 @@ func sealedRequest(s *seal.Sealer, req step.Request) ([]byte, error) {
 func checkRequest(s *seal.Sealer, req step.Request) error {
 	mac := req.Seal
 	req.Seal = ""
-	doc, err := marshal(req)
-	if err != nil {
-		return err
-	}
-	if err := s.Check(seal.PurposeStep, req.OperationID, doc, mac); err != nil {
+	if err := checkSeal(s, seal.PurposeStep, req.OperationID, req, mac); err != nil {
 		return fmt.Errorf("%w: operation %s step %d: %w", ErrForged, req.OperationID, req.Step, err)
 	}
 	return nil
