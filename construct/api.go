@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/longrun-dev/longrun/internal/aws/sizing"
 )
 
 // userPool is the Cognito side of a deployment that authorizes with Cognito: the pool, and
@@ -128,7 +130,7 @@ func (b *builder) restAPI() awsapigateway.RestApi {
 	scope, props, name, fn, users := b.c, b.props, b.name, b.lr.Functions["api"], b.users
 	rate, burst := props.ThrottleRate, props.ThrottleBurst
 	if rate == 0 {
-		rate, burst = 100, 200
+		rate, burst = sizing.APIThrottleRate, sizing.APIThrottleBurst
 	}
 	// One line per request, the caller's identity included (accessLogFormat).
 	accessLogs := awslogs.NewLogGroup(scope, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{

@@ -23,17 +23,31 @@ const (
 	Reconciler = "reconciler"
 )
 
+// APIThrottleRate and APIThrottleBurst are the API stage's throttle when the construct's
+// props set none: requests a second, and the bucket a burst may take.
+const (
+	APIThrottleRate  = 100
+	APIThrottleBurst = 200
+)
+
 // DemoWorkerMemoryMB is the memory of the demo workers that infra/stack deploys
 // (functions/worker-*); a team's workers are its own to size.
 const DemoWorkerMemoryMB = 512
 
-// Functions returns the settings of longrun's own functions by name. The dispatcher and
-// notifier (stream consumers: one concurrent batch per shard), the recorder and the
-// reconciler (a schedule; one run at a time) reserve concurrency, so that a flood of API
-// calls or worker steps cannot starve the functions that move work forward.
+// Functions returns the settings of longrun's own functions by name. Every one reserves
+// concurrency: the dispatcher and notifier (stream consumers: one concurrent batch per
+// shard), the recorder and the reconciler (a schedule; one run at a time), so that a flood
+// of API calls or worker steps cannot starve the functions that move work forward; and the
+// API, since the workers' steps take as many of the account's unreserved slots as they need
+// (one each while a step runs), and a busy hour of long steps would otherwise throttle the
+// API, which then answers 5xx (docs/capacity.md).
+//
+// The API's reservation is the stage's steady rate (APIThrottleRate requests a second) held
+// for a second each: an admission or a read takes tens of milliseconds on AWS, so the stage
+// throttle binds long before the reservation does.
 func Functions() map[string]Function {
 	return map[string]Function{
-		API:        {MemoryMB: 512, Timeout: 10 * time.Second},
+		API:        {MemoryMB: 512, Timeout: 10 * time.Second, Reserved: APIThrottleRate},
 		Dispatcher: {MemoryMB: 256, Timeout: 60 * time.Second, Reserved: 20},
 		Notifier:   {MemoryMB: 256, Timeout: 60 * time.Second, Reserved: 20},
 		// The recorder is small: a slow step is sent to the worker asynchronously and

@@ -64,15 +64,24 @@ func AWSDefaults() Limits {
 // rates in proportion; the pool is what the scaled reservations leave of the scaled account,
 // at least 1. The payload limits are per call and do not scale.
 //
-// At 1:100 the account has 10 slots, the dispatcher, notifier, recorder and reconciler
-// reserve 1 each (20, 20, 50 and 1 scaled up), leaving 6 for the API and the workers, and
+// The API is the exception: its reservation comes out of the scaled account, but the API
+// keeps its unscaled 100. The scale model scales the back end (Step Functions, the workers,
+// the recorder); it drives the API at the load's own rate, neither its stage throttle nor
+// its concurrency scaled, since at 1:100 the stage would refuse nearly all of the load (1
+// request a second) and one slot, at the local stack's latencies (ten times AWS's), would
+// serve a tenth of what it serves on AWS: the API would be the only thing measured.
+//
+// At 1:100 the account has 10 slots, the api, dispatcher, notifier, recorder and reconciler
+// reserve 1 each (100, 20, 20, 50 and 1 scaled up), leaving 5 for the workers, and
 // StartExecution's bucket holds 13 refilling 3/s.
 func Scaled(f float64) Limits {
 	l := AWSDefaults()
 	total := 0
 	for name, n := range l.Reserved {
-		l.Reserved[name] = scaleUp(n, f)
-		total += l.Reserved[name]
+		total += scaleUp(n, f)
+		if name != sizing.API {
+			l.Reserved[name] = scaleUp(n, f)
+		}
 	}
 	l.Unreserved = max(1, scaleUp(AccountConcurrency, f)-total)
 	for action, b := range l.StepFunctions {

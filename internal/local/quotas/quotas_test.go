@@ -633,17 +633,17 @@ func (d dropHeader) WriteHeader(status int) {
 func TestPresets(t *testing.T) {
 	a := quotas.AWSDefaults()
 	if a.Reserved["recorder"] != 50 || a.Reserved["dispatcher"] != 20 || a.Reserved["notifier"] != 20 || a.Reserved["reconciler"] != 1 ||
-		len(a.Reserved) != 4 || a.Unreserved != 1000-91 || a.StepFunctions["StartExecution"] != (quotas.Bucket{Size: 1300, RefillPerSecond: 300}) ||
+		a.Reserved["api"] != 100 || len(a.Reserved) != 5 || a.Unreserved != 1000-191 || a.StepFunctions["StartExecution"] != (quotas.Bucket{Size: 1300, RefillPerSecond: 300}) ||
 		a.StatesPayload != 262_144 || a.InvokePayload != 6_291_456 {
 		t.Fatalf("AWSDefaults %+v", a)
 	}
 	s := quotas.Scaled(1.0 / 100)
 	if s.Reserved["recorder"] != 1 || s.Reserved["dispatcher"] != 1 || s.Reserved["notifier"] != 1 || s.Reserved["reconciler"] != 1 ||
-		s.Unreserved != 6 || s.StepFunctions["StartExecution"] != (quotas.Bucket{Size: 13, RefillPerSecond: 3}) ||
+		s.Reserved["api"] != 100 || s.Unreserved != 5 || s.StepFunctions["StartExecution"] != (quotas.Bucket{Size: 13, RefillPerSecond: 3}) ||
 		s.StepFunctions["DescribeExecution"] != (quotas.Bucket{Size: 3, RefillPerSecond: 0.15}) || s.StatesPayload != 262_144 {
 		t.Fatalf("Scaled(1/100) %+v", s)
 	}
-	if p, err := quotas.Preset("scaled"); err != nil || p.Unreserved != 6 {
+	if p, err := quotas.Preset("scaled"); err != nil || p.Unreserved != 5 {
 		t.Fatalf("Preset scaled: %+v %v", p, err)
 	}
 	if _, err := quotas.Preset("fast"); err == nil {
