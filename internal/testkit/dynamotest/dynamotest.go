@@ -158,11 +158,20 @@ func EachStore(t *testing.T, test func(t *testing.T, client *dynamodb.Client)) {
 // refuses it. The proxy closes with the test.
 func NewConflictClient(tb testing.TB, hold time.Duration) (*dynamodb.Client, *Counter, *conflictproxy.Proxy) {
 	tb.Helper()
+	return NewSlowConflictClient(tb, hold, 0)
+}
+
+// NewSlowConflictClient is NewConflictClient on a slow store: every request the proxy passes
+// on to DynamoDB Local waits latency first, as on a loaded machine, but on purpose and the
+// same every run. Create the table with a NewClient: it would wait too.
+func NewSlowConflictClient(tb testing.TB, hold, latency time.Duration) (*dynamodb.Client, *Counter, *conflictproxy.Proxy) {
+	tb.Helper()
 	endpoint := os.Getenv(EndpointEnv)
 	if endpoint == "" {
 		tb.Fatalf("%s is not set: run the tests with `make test`, or call dynamotest.Main from TestMain", EndpointEnv)
 	}
-	p, err := conflictproxy.Start(conflictproxy.Options{Upstream: endpoint, HoldMin: hold, HoldMax: 2 * hold, Seed: uint64(time.Now().UnixNano())})
+	p, err := conflictproxy.Start(conflictproxy.Options{Upstream: endpoint, HoldMin: hold, HoldMax: 2 * hold,
+		Seed: uint64(time.Now().UnixNano()), Latency: latency})
 	if err != nil {
 		tb.Fatal(err)
 	}
