@@ -51,8 +51,10 @@ import (
 	"github.com/longrun-dev/longrun/internal/local/streampoller"
 )
 
-// EdgeAddr is where the AWS edge must listen: kumo's Step Functions calls Lambda and SQS at
-// http://localhost:4566 whatever it is told.
+// EdgeAddr is where the AWS edge listens by default, as `make run` documents it. kumo's
+// services call one another (Step Functions → Lambda and SQS, EventBridge → SQS) at
+// http://localhost:4566 whatever they are told; an edge elsewhere gets those calls through
+// kumoTransport.
 const EdgeAddr = "127.0.0.1:4566"
 
 const (
@@ -66,6 +68,10 @@ const (
 // Options configure the stack.
 type Options struct {
 	APIAddr string            // API Gateway emulation; default 127.0.0.1:8080 (":0" ports pick a free one)
+	// EdgeAddr is where the AWS edge listens; default EdgeAddr (127.0.0.1:4566). Tests give
+	// "127.0.0.1:0", a free port, so that two checkouts can run theirs at once. One process
+	// runs one stack at a time: kumo's services are the process's.
+	EdgeAddr string
 	Tokens  apigateway.Tokens // bearer tokens; default the contract's
 	// PollInterval is how long an idle stream poller waits between reads (AWS polls a
 	// shard about four times a second). Default 100 ms.
@@ -254,7 +260,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 
-	edgeLn, apiLn, err := s.listen(opts.APIAddr)
+	edgeLn, apiLn, err := s.listen(opts.EdgeAddr, opts.APIAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -310,6 +316,9 @@ func (o Options) withDefaults() Options {
 	if o.APIAddr == "" {
 		o.APIAddr = "127.0.0.1:8080"
 	}
+	if o.EdgeAddr == "" {
+		o.EdgeAddr = EdgeAddr
+	}
 	if o.Tokens == nil {
 		o.Tokens = apigateway.DefaultTokens()
 	}
@@ -343,18 +352,22 @@ func newStack() *Stack {
 
 // listen takes the edge's and the API's ports first, so a stack already running fails
 // Start in a second rather than after the build. Nothing is served on them yet.
-func (s *Stack) listen(apiAddr string) (edge, api net.Listener, err error) {
-	edge, err = net.Listen("tcp", EdgeAddr)
+func (s *Stack) listen(edgeAddr, apiAddr string) (edge, api net.Listener, err error) {
+	edge, err = net.Listen("tcp", edgeAddr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("devstack: %s is taken (is another local stack, `make run`, or LocalStack running?): %w", EdgeAddr, err)
+		return nil, nil, fmt.Errorf("devstack: %s is taken (is another local stack, `make run`, or LocalStack running?): %w", edgeAddr, err)
 	}
 	s.onClose(func() { edge.Close() })
+	if err := sendKumoCallsTo(edge.Addr().String()); err != nil {
+		return nil, nil, err
+	}
+	s.onClose(func() { _ = sendKumoCallsTo(EdgeAddr) })
 	api, err = net.Listen("tcp", apiAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("devstack: the API address %s is taken: %w", apiAddr, err)
 	}
 	s.onClose(func() { api.Close() })
-	s.EdgeURL = "http://" + EdgeAddr
+	s.EdgeURL = "http://" + edge.Addr().String()
 	s.APIURL = "http://" + api.Addr().String()
 	return edge, api, nil
 }
@@ -638,7 +651,7 @@ func (s *Stack) startFunctions(ctx context.Context, fns []function, bin string, 
 	for _, f := range fns {
 		// Each function polls kumo's Runtime API under its own name, and its AWS SDK names it
 		// in the User-Agent (app/<name>), so the edge can tell whose calls it sees (Meter).
-		fenv := append([]string{"AWS_LAMBDA_RUNTIME_API=" + EdgeAddr + "/_runtime/" + f.name, "AWS_SDK_UA_APP_ID=" + f.name}, env...)
+		fenv := append([]string{"AWS_LAMBDA_RUNTIME_API=" + strings.TrimPrefix(s.EdgeURL, "http://") + "/_runtime/" + f.name, "AWS_SDK_UA_APP_ID=" + f.name}, env...)
 		p := &process{f: f, path: filepath.Join(bin, f.name), env: fenv, out: opts.Output}
 		if err := p.start(); err != nil {
 			return err
