@@ -67,12 +67,12 @@ const (
 
 // Options configure the stack.
 type Options struct {
-	APIAddr string            // API Gateway emulation; default 127.0.0.1:8080 (":0" ports pick a free one)
+	APIAddr string // API Gateway emulation; default 127.0.0.1:8080 (":0" ports pick a free one)
 	// EdgeAddr is where the AWS edge listens; default EdgeAddr (127.0.0.1:4566). Tests give
 	// "127.0.0.1:0", a free port, so that two checkouts can run theirs at once. One process
 	// runs one stack at a time: kumo's services are the process's.
 	EdgeAddr string
-	Tokens  apigateway.Tokens // bearer tokens; default the contract's
+	Tokens   apigateway.Tokens // bearer tokens; default the contract's
 	// PollInterval is how long an idle stream poller waits between reads (AWS polls a
 	// shard about four times a second). Default 100 ms.
 	PollInterval time.Duration
