@@ -34,7 +34,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run cost scale test unit nag e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all run cost scale test unit stacks nag e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -154,7 +154,7 @@ $(OAPI_CODEGEN):
 
 .PHONY: generate redocly-install spectral-install oapi-codegen-install
 
-test: deps ddb-install lint asl-lint unit e2e-plain example fuzz synth
+test: deps ddb-install lint asl-lint unit stacks fuzz synth
 
 # asl-validator, installed into the cache from $(ASL_TOOL)'s package.json and
 # package-lock.json, so its whole tree is pinned (npm ci checks every package's integrity),
@@ -173,19 +173,23 @@ asl-lint: deps asl-install
 	LONGRUN_ASL_OUT=$(abspath $(ASL_OUT)) $(GO) test -count=1 -run '^TestRenderDefinition$$' ./internal/aws/stepfunctions/
 	$(ASL_VALIDATOR) --json-path $(ASL_OUT)
 
-# Every package; the e2e suite's stack runs behind the conflict proxy (DynamoDB's real
-# transaction conflicts), as its TestMain sets up by default.
-# Every package under the race detector, beside one DynamoDB Local; the CDK packages apart
-# and after (jsii runs CDK's JavaScript in Node processes: under -race and beside the
-# conflict tests they only starve those of CPU, and they have no Go concurrency to check).
-# cmd/cost's test starts a local stack of its own, which must own 127.0.0.1:4566 as the e2e
-# suite's does, so it runs after the others.
+# Every package under the race detector, beside one DynamoDB Local; the e2e suite's stack
+# runs behind the conflict proxy (DynamoDB's real transaction conflicts), as its TestMain sets
+# up by default. Then, without the race detector, the CDK packages (jsii runs CDK's
+# JavaScript in Node processes: under -race and beside the conflict tests they only starve
+# those of CPU, and they have no Go concurrency to check) beside cmd/cost's and cmd/scale's
+# tests, which start local stacks of their own on free ports and spend most of their time
+# waiting on them: go test runs two of these packages at a time.
 CDK_PKGS := ./construct/... ./infra/...
 unit:
 	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$')
-	$(GO) test -count=1 ./cmd/cost
-	$(GO) test -count=1 -timeout 20m ./cmd/scale
-	$(GO) test -count=1 $(CDK_PKGS)
+	$(GO) test -count=1 -timeout 20m ./cmd/scale ./cmd/cost $(CDK_PKGS)
+
+# The e2e suite on plain DynamoDB Local and the worked example, side by side: each starts a
+# local stack of its own on free ports, and both spend most of their time waiting on it
+# (leases, polls, the workflow's steps). Each one's output stays together.
+stacks:
+	$(MAKE) --no-print-directory -j2 --output-sync=target e2e-plain example
 
 # cdk-nag's AwsSolutions and Serverless packs over the construct and over the stage `make
 # synth` builds, in several shapes (docs/security.md, "The rule packs"): the TestRulePacks
