@@ -34,7 +34,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all run cost scale test unit stacks nag e2e-plain example fuzz bench build synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all run cost scale test unit later nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -154,7 +154,7 @@ $(OAPI_CODEGEN):
 
 .PHONY: generate redocly-install spectral-install oapi-codegen-install
 
-test: deps ddb-install lint asl-lint unit stacks fuzz synth
+test: deps ddb-install lint asl-lint unit later fuzz
 
 # asl-validator, installed into the cache from $(ASL_TOOL)'s package.json and
 # package-lock.json, so its whole tree is pinned (npm ci checks every package's integrity),
@@ -185,11 +185,12 @@ unit:
 	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$')
 	$(GO) test -count=1 -timeout 20m ./cmd/scale ./cmd/cost $(CDK_PKGS)
 
-# The e2e suite on plain DynamoDB Local and the worked example, side by side: each starts a
-# local stack of its own on free ports, and both spend most of their time waiting on it
-# (leases, polls, the workflow's steps). Each one's output stays together.
-stacks:
-	$(MAKE) --no-print-directory -j2 --output-sync=target e2e-plain example
+# After the unit run, side by side: the e2e suite on plain DynamoDB Local and the worked
+# example, which each start a local stack of their own on free ports and spend most of their
+# time waiting on it (leases, polls, the workflow's steps), and the CDK synthesis, which
+# wants the CPU they leave. Each one's output stays together.
+later:
+	$(MAKE) --no-print-directory -j3 --output-sync=target e2e-plain example synth
 
 # cdk-nag's AwsSolutions and Serverless packs over the construct and over the stage `make
 # synth` builds, in several shapes (docs/security.md, "The rule packs"): the TestRulePacks
@@ -248,16 +249,21 @@ $(PEER_DIR)/node_modules/.package-lock.json: | tools-check
 
 .PHONY: bench-run bench-peer peer-install
 
-# Release build: every function for linux/$(ARCH) (-tags lambda.norpc, trimmed, stripped),
-# zipped into dist/<function>.zip for CDK; prints binary and zip sizes.
+# Release build: every package compiles and links, and every function for linux/$(ARCH)
+# (-tags lambda.norpc, trimmed, stripped) is zipped into dist/<function>.zip for CDK (`make
+# dist` alone); prints binary and zip sizes.
 build:
 	$(GO) build ./...
+	$(MAKE) --no-print-directory dist
+dist:
 	$(GO) run ./cmd/release -out dist -arch $(ARCH)
 
-# Synthesize the CDK app offline into cdk.out (needs the zips of `make build`; the app
+# Synthesize the CDK app offline into cdk.out (needs the zips of `make dist`; the app
 # refuses zips of another architecture). Context reaches a CDK app through
-# CDK_CONTEXT_JSON, as the CDK CLI passes it.
-synth: build
+# CDK_CONTEXT_JSON, as the CDK CLI passes it. It does not link every package first as `make
+# build` does (70 s on a loaded machine): in `make test`, vet and the tests have compiled
+# them all, and every main package is built by a test or a step.
+synth: dist
 	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","codeDir":"dist","architecture":"$(CDK_ARCH)"}' CDK_OUTDIR=cdk.out $(GO) run ./infra
 	@ls cdk.out/*.template.json
 
