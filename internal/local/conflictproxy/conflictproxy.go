@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 	"github.com/longrun-dev/longrun/internal/local/ddbwire"
 )
 
@@ -109,7 +110,9 @@ func Start(opts Options) (*Proxy, error) {
 	p := &Proxy{
 		Endpoint: "http://" + ln.Addr().String(),
 		opts:     opts, upstream: u, ln: ln,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
+		// At most ddblocal.MaxConns requests at DynamoDB Local: the others wait here, after
+		// their conflicts were decided, instead of timing out on its table lock.
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ddblocal.MaxConns, MaxConnsPerHost: ddblocal.MaxConns}},
 		held:   map[string]uint64{},
 		rng:    rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		keys:   map[string][]string{},

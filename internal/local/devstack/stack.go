@@ -268,15 +268,18 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dynamoURL := opts.DynamoDBEndpoint
+	dynamoURL, dynamoConns := opts.DynamoDBEndpoint, 0
 	if dynamoURL == "" {
 		ddb, err := s.startDynamoDBLocal(ctx)
 		if err != nil {
 			return nil, err
 		}
-		dynamoURL = ddb.Endpoint
+		// Requests wait at the edge rather than on DynamoDB Local's table lock, which times
+		// out (ddblocal.MaxConns). A DynamoDB of the caller's is left alone: the conflict
+		// proxy must see the callers' concurrency, and bounds its own requests.
+		dynamoURL, dynamoConns = ddb.Endpoint, ddblocal.MaxConns
 	}
-	s.startKumoAndEdge(edgeLn, dynamoURL, opts.Meter, opts.Quotas, opts.Log)
+	s.startKumoAndEdge(edgeLn, dynamoURL, dynamoConns, opts.Meter, opts.Quotas, opts.Log)
 	s.connectClients()
 	if err := s.createTable(ctx); err != nil {
 		return nil, err
@@ -430,10 +433,10 @@ func (s *Stack) startDynamoDBLocal(ctx context.Context) (*ddblocal.Server, error
 // startKumoAndEdge starts kumo and serves the edge on edgeLn, routing to DynamoDB Local at
 // dynamoURL and to kumo. kumo serves on a port of its own choosing; the edge forwards to it.
 // Only kumo's public API is used, so a kumo upgrade cannot break the embedding.
-func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, meter func(http.Handler, string) http.Handler, limits *quotas.Limits, logger *slog.Logger) {
+func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, dynamoConns int, meter func(http.Handler, string) http.Handler, limits *quotas.Limits, logger *slog.Logger) {
 	ks := kumo.NewServer()
 	s.onClose(ks.Close)
-	handler := edgeRouter(dynamoURL, ks.URL, s.tap)
+	handler := edgeRouter(dynamoURL, dynamoConns, ks.URL, s.tap)
 	if meter != nil {
 		handler = meter(handler, dynamoURL)
 	}
@@ -761,17 +764,19 @@ func (s *Stack) tap(body []byte) {
 // edgeRouter sends DynamoDB and DynamoDB Streams calls to DynamoDB Local and everything else
 // to kumo, keeping Host and Authorization (kumo routes Lambda calls by the signature's
 // credential scope). PutEvents bodies are shown to tap on the way.
-func edgeRouter(dynamoURL, kumoURL string, tap func(body []byte)) http.Handler {
-	proxy := func(target string) *httputil.ReverseProxy {
+func edgeRouter(dynamoURL string, dynamoConns int, kumoURL string, tap func(body []byte)) http.Handler {
+	proxy := func(target string, maxConns int) *httputil.ReverseProxy {
 		u, _ := url.Parse(target)
 		return &httputil.ReverseProxy{
 			Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.Out.Host = pr.In.Host },
-			Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second},
+			Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: maxConns, IdleConnTimeout: 90 * time.Second},
 			// Runtime API long polls are cut whenever a process exits; that is not news.
 			ErrorLog: log.New(io.Discard, "", 0),
 		}
 	}
-	ddb, kumoProxy := proxy(dynamoURL), proxy(kumoURL)
+	// At most dynamoConns requests at DynamoDB (0: no bound). kumo's Runtime API long polls
+	// need a connection each: no bound there.
+	ddb, kumoProxy := proxy(dynamoURL, dynamoConns), proxy(kumoURL, 0)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := r.Header.Get("X-Amz-Target")
 		if strings.HasPrefix(target, "DynamoDB_20120810.") || strings.HasPrefix(target, "DynamoDBStreams_20120810.") {

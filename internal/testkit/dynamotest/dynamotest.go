@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
@@ -112,7 +114,7 @@ func NewClient(tb testing.TB) (*dynamodb.Client, *Counter) {
 	if endpoint == "" {
 		tb.Fatalf("%s is not set: run the tests with `make test`, or call dynamotest.Main from TestMain", EndpointEnv)
 	}
-	return Client(endpoint)
+	return client(endpoint, ddblocal.MaxConns)
 }
 
 // emulatorAttempts is how many times the SDK sends a request to DynamoDB Local before it
@@ -124,8 +126,14 @@ func NewClient(tb testing.TB) (*dynamodb.Client, *Counter) {
 // reason: a burst of those would empty it for every caller of the client at once.
 const emulatorAttempts = 8
 
-// Client builds a DynamoDB client for a local endpoint, counting its calls.
-func Client(endpoint string) (*dynamodb.Client, *Counter) {
+// Client builds a DynamoDB client for a local endpoint, counting its calls. It has as many
+// requests in flight as its callers make: NewClient bounds them when the endpoint is
+// DynamoDB Local itself, and the conflict proxy bounds its own to DynamoDB Local.
+func Client(endpoint string) (*dynamodb.Client, *Counter) { return client(endpoint, 0) }
+
+// client is Client with at most maxConns requests in flight (0: no bound); the rest queue in
+// the client, where nothing times out.
+func client(endpoint string, maxConns int) (*dynamodb.Client, *Counter) {
 	counter := &Counter{}
 	// The Finalize step's tail runs once per attempt, inside the SDK's retry loop.
 	count := middleware.FinalizeMiddlewareFunc("CountAttempts", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
@@ -142,6 +150,9 @@ func Client(endpoint string) (*dynamodb.Client, *Counter) {
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
 		// DynamoDB Local's 4xx responses make the SDK log checksum warnings.
 		DisableValidateResponseChecksum: true,
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxConnsPerHost = maxConns
+		}),
 		// DynamoDB's base backoff (25 ms), with emulatorAttempts and no retry quota.
 		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts, o.BaseDelay, o.RateLimiter = emulatorAttempts, 25*time.Millisecond, ratelimit.None
