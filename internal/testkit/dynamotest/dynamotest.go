@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -117,15 +115,6 @@ func NewClient(tb testing.TB) (*dynamodb.Client, *Counter) {
 	return client(endpoint, ddblocal.MaxConns)
 }
 
-// emulatorAttempts is how many times the SDK sends a request to DynamoDB Local before it
-// gives up on a retryable error (DynamoDB's client default is 4). On a loaded machine
-// DynamoDB Local answers 500 "This action timed out because it too long waiting for a lock.
-// This request will succeed in actual DynamoDB API" once its queue is long enough: an
-// emulator's limit, not a store's answer, and it passed 4 attempts in 1 of 77 runs of a
-// contention test with the machine loaded (issue 21). The retry quota is off for the same
-// reason: a burst of those would empty it for every caller of the client at once.
-const emulatorAttempts = 8
-
 // Client builds a DynamoDB client for a local endpoint, counting its calls. It has as many
 // requests in flight as its callers make: NewClient bounds them when the endpoint is
 // DynamoDB Local itself, and the conflict proxy bounds its own to DynamoDB Local.
@@ -152,10 +141,6 @@ func client(endpoint string, maxConns int) (*dynamodb.Client, *Counter) {
 		DisableValidateResponseChecksum: true,
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			t.MaxConnsPerHost = maxConns
-		}),
-		// DynamoDB's base backoff (25 ms), with emulatorAttempts and no retry quota.
-		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
-			o.MaxAttempts, o.BaseDelay, o.RateLimiter = emulatorAttempts, 25*time.Millisecond, ratelimit.None
 		}),
 		APIOptions: []func(*middleware.Stack) error{func(s *middleware.Stack) error {
 			return s.Finalize.Add(count, middleware.After)
