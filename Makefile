@@ -46,7 +46,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
 NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost scale test unit nag e2e-plain example fuzz bench build synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost scale test unit later nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -183,7 +183,7 @@ $(OAPI_CODEGEN):
 
 .PHONY: generate redocly-install spectral-install oapi-codegen-install
 
-test: deps ddb-install lint asl-lint unit e2e-plain example fuzz synth
+test: deps ddb-install lint asl-lint unit later fuzz
 
 # asl-validator, installed into the cache from $(ASL_TOOL)'s package.json and
 # package-lock.json, so its whole tree is pinned (npm ci checks every package's integrity),
@@ -202,19 +202,24 @@ asl-lint: deps asl-install
 	LONGRUN_ASL_OUT=$(abspath $(ASL_OUT)) $(GO) test -count=1 -run '^TestRenderDefinition$$' ./internal/aws/stepfunctions/
 	$(ASL_VALIDATOR) --json-path $(ASL_OUT)
 
-# Every package; the e2e suite's stack runs behind the conflict proxy (DynamoDB's real
-# transaction conflicts), as its TestMain sets up by default.
-# Every package under the race detector, beside one DynamoDB Local; the CDK packages apart
-# and after (jsii runs CDK's JavaScript in Node processes: under -race and beside the
-# conflict tests they only starve those of CPU, and they have no Go concurrency to check).
-# cmd/cost's test starts a local stack of its own, which must own 127.0.0.1:4566 as the e2e
-# suite's does, so it runs after the others.
+# Every package under the race detector, beside one DynamoDB Local; the e2e suite's stack
+# runs behind the conflict proxy (DynamoDB's real transaction conflicts), as its TestMain sets
+# up by default. Then, without the race detector, the CDK packages (jsii runs CDK's
+# JavaScript in Node processes: under -race and beside the conflict tests they only starve
+# those of CPU, and they have no Go concurrency to check) beside cmd/cost's and cmd/scale's
+# tests, which start local stacks of their own on free ports and spend most of their time
+# waiting on them: go test runs two of these packages at a time.
 CDK_PKGS := ./construct/... ./infra/...
 unit: node-install
 	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$')
-	$(GO) test -count=1 ./cmd/cost
-	$(GO) test -count=1 -timeout 20m ./cmd/scale
-	$(GO) test -count=1 $(CDK_PKGS)
+	$(GO) test -count=1 -timeout 20m ./cmd/scale ./cmd/cost $(CDK_PKGS)
+
+# After the unit run, side by side: the e2e suite on plain DynamoDB Local and the worked
+# example, which each start a local stack of their own on free ports and spend most of their
+# time waiting on it (leases, polls, the workflow's steps), and the CDK synthesis, which
+# wants the CPU they leave. Each one's output stays together.
+later:
+	$(MAKE) --no-print-directory -j3 --output-sync=target e2e-plain example synth
 
 # cdk-nag's AwsSolutions and Serverless packs over the construct and over the stage `make
 # synth` builds, in several shapes (docs/security.md, "The rule packs"): the TestRulePacks
@@ -274,16 +279,21 @@ $(PEER_DIR)/node_modules/.package-lock.json: | tools-check
 
 .PHONY: bench-run bench-peer peer-install
 
-# Release build: every function for linux/$(ARCH) (-tags lambda.norpc, trimmed, stripped),
-# zipped into dist/<function>.zip for CDK; prints binary and zip sizes.
+# Release build: every package compiles and links, and every function for linux/$(ARCH)
+# (-tags lambda.norpc, trimmed, stripped) is zipped into dist/<function>.zip for CDK (`make
+# dist` alone); prints binary and zip sizes.
 build:
 	$(GO) build ./...
+	$(MAKE) --no-print-directory dist
+dist:
 	$(GO) run ./cmd/release -out dist -arch $(ARCH)
 
-# Synthesize the CDK app offline into cdk.out (needs the zips of `make build`; the app
+# Synthesize the CDK app offline into cdk.out (needs the zips of `make dist`; the app
 # refuses zips of another architecture). Context reaches a CDK app through
-# CDK_CONTEXT_JSON, as the CDK CLI passes it.
-synth: build node-install
+# CDK_CONTEXT_JSON, as the CDK CLI passes it. It does not link every package first as `make
+# build` does (70 s on a loaded machine): in `make test`, vet and the tests have compiled
+# them all, and every main package is built by a test or a step.
+synth: dist node-install
 	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","codeDir":"dist","architecture":"$(CDK_ARCH)"}' CDK_OUTDIR=cdk.out $(GO) run ./infra
 	@ls cdk.out/*.template.json
 

@@ -13,8 +13,8 @@ import (
 
 // A team's end-to-end test starts the stack with its types file, the worker that file's
 // local section names, and the address of a fake the worker calls; then it drives the API
-// as any client would. (Not run here: the stack owns 127.0.0.1:4566, and longrun's own
-// suite holds it. examples/provision-environment/e2e_test.go runs this in CI.)
+// as any client would. (Not run here: it builds and starts the whole stack, and it needs the
+// types file's worker. examples/provision-environment/e2e_test.go runs this in CI.)
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

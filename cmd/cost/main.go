@@ -17,7 +17,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -158,10 +157,8 @@ type measured struct {
 func measure(ctx context.Context, cfg config, logs io.Writer, stderr io.Writer) (measured, error) {
 	tap := cost.NewTap(nil)
 	counter := cost.NewLogs(logs)
-	if err := waitForEdge(ctx); err != nil {
-		return measured{}, err
-	}
-	opts := devstack.Options{APIAddr: "127.0.0.1:0", Output: counter, Meter: tap.Wrap,
+	// Free ports: the run does not wait for, or disturb, `make run` or another checkout's.
+	opts := devstack.Options{APIAddr: "127.0.0.1:0", EdgeAddr: "127.0.0.1:0", Output: counter, Meter: tap.Wrap,
 		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if cfg.mix != mixDefault {
 		_, here, _, _ := runtime.Caller(0)
@@ -240,21 +237,6 @@ func quiet(ctx context.Context, tap *cost.Tap) error {
 		}
 	}
 	return nil
-}
-
-// waitForEdge waits for the edge's port to be free: one local stack at a time owns it.
-func waitForEdge(ctx context.Context) error {
-	for {
-		ln, err := net.Listen("tcp", devstack.EdgeAddr)
-		if err == nil {
-			return ln.Close()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s stayed taken (another local stack is running): %w", devstack.EdgeAddr, ctx.Err())
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 // countingTransport counts the HTTP requests the client sends: what API Gateway bills.

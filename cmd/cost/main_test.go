@@ -50,8 +50,8 @@ func TestPlan(t *testing.T) {
 var summaryLine = regexp.MustCompile(`^cost: \$\d+\.\d\d per million operations \(Step Functions \$\d+\.\d\d, DynamoDB \$\d+\.\d\d, API Gateway \$\d+\.\d\d, Lambda \$\d+\.\d\d, other \$\d+\.\d\d\)$`)
 
 // The pipeline on the real local stack, two operations: every component counts something,
-// and the bus's deliveries to the stack's own test queue are not priced. It owns
-// 127.0.0.1:4566 while it runs (it waits for it first).
+// and the bus's deliveries to the stack's own test queue are not priced. The stack takes
+// free ports.
 func TestTwoOperationsOnTheLocalStack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -38,7 +38,10 @@ func main() {
 // run is the command; it returns rather than exits, so that what it started is stopped by
 // its deferred calls on every way out.
 func run() error {
-	api := flag.String("api", "127.0.0.1:8080", "address of the API")
+	api := flag.String("api", "127.0.0.1:8080", "address of the API (127.0.0.1:0: a free port, printed at start)")
+	edge := flag.String("edge", devstack.EdgeAddr, "address of the AWS edge (127.0.0.1:0: a free port, printed at start)")
+	workerEnv := envFlag{}
+	flag.Var(workerEnv, "worker-env", "KEY=VALUE more environment for the types file's workers, after their local section's (repeatable): e.g. the address of a fake they call")
 	tokensFile := flag.String("tokens", "", "JSON file of bearer tokens: {\"token\": {\"tenant\": …, \"principal\": …}} (default: the contract's dev tokens)")
 	quiet := flag.Bool("quiet", false, "do not print the functions' logs")
 	dynamoEndpoint := flag.String("dynamodb-endpoint", "", "use this DynamoDB (e.g. a DynamoDB Local started with -dbPath, to keep data across restarts) instead of starting DynamoDB Local; the table is created if missing")
@@ -57,7 +60,7 @@ func run() error {
 		}
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	opts := devstack.Options{APIAddr: *api, Tokens: tokens, Log: log, Output: os.Stderr, DynamoDBEndpoint: *dynamoEndpoint, TypesFile: *types,
+	opts := devstack.Options{APIAddr: *api, EdgeAddr: *edge, WorkerEnv: workerEnv, Tokens: tokens, Log: log, Output: os.Stderr, DynamoDBEndpoint: *dynamoEndpoint, TypesFile: *types,
 		TraceFile: *traceFile}
 	if *quiet {
 		opts.Output = nil
@@ -205,4 +208,18 @@ func conflictFront(ctx context.Context, endpoint string, hold time.Duration) (st
 	}
 	closers = append(closers, func() { _ = p.Close() })
 	return p.Endpoint, closeAll, nil
+}
+
+// envFlag collects KEY=VALUE flags.
+type envFlag map[string]string
+
+func (e envFlag) String() string { return fmt.Sprint(map[string]string(e)) }
+
+func (e envFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, not %q", v)
+	}
+	e[k] = val
+	return nil
 }

@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, divert bool) int 
 	leases := operation.DefaultLeases()
 	leases.Dispatch, leases.Check = 10*time.Second, 15*time.Second
 	_, here, _, _ := runtime.Caller(0)
-	opts := devstack.Options{APIAddr: "127.0.0.1:0", Tokens: tokens, Log: log, TypesFile: filepath.Join(filepath.Dir(here), "scale.types.yaml"),
+	opts := devstack.Options{APIAddr: "127.0.0.1:0", EdgeAddr: "127.0.0.1:0", Tokens: tokens, Log: log, TypesFile: filepath.Join(filepath.Dir(here), "scale.types.yaml"),
 		Quotas: &limits, Quota: 1 << 20, PrincipalQuota: 1 << 20, Leases: &leases, ReconcileEvery: 10 * time.Second}
 	opts.Output = logFile
 	if *verbose {

@@ -13,8 +13,8 @@ import (
 // A short run of the scale model, in the quota-faithful mode and with longrun's processes
 // killed (not the worker's: a step it was running ends outcome_unknown by the contract,
 // which make scale counts apart), so that make test proves the promises under quotas: nothing accepted is lost, nothing ends
-// other than as its worker said, and every answer is linearizable. It owns 127.0.0.1:4566,
-// as the e2e suite's stack does, so make runs it after the other packages.
+// other than as its worker said, and every answer is linearizable. Its stack takes free
+// ports.
 func TestAShortScaleModelKeepsThePromises(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,9 +21,10 @@ import (
 )
 
 // `make run TYPES=examples/provision-environment/longrun.types.yaml`, in the longrun checkout
-// this module uses, serves provision.environment: the stack starts that way, with the fake
-// provisioner on the address the types file's local section gives the worker, and an
-// operation driven over HTTP ends succeeded with its URL.
+// this module uses, serves provision.environment: the stack starts that way, with a fake
+// provisioner the worker is pointed at, and an operation driven over HTTP ends succeeded
+// with its URL. Everything takes free ports (RUNFLAGS' -api, -edge and -worker-env), so the
+// test runs beside a developer's `make run` or another checkout's tests.
 func TestMakeRunServesTheTypes(t *testing.T) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/longrun-dev/longrun").Output()
 	if err != nil {
@@ -30,7 +33,7 @@ func TestMakeRunServesTheTypes(t *testing.T) {
 	root := strings.TrimSpace(string(out))
 	types, _ := filepath.Abs("longrun.types.yaml")
 
-	ln, err := net.Listen("tcp", "127.0.0.1:8181") // PROVISIONER_URL in longrun.types.yaml
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +43,9 @@ func TestMakeRunServesTheTypes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var logs bytes.Buffer
-	cmd := exec.Command("make", "-C", root, "run", "TYPES="+types, "RUNFLAGS=-quiet")
+	var logs syncBuffer
+	cmd := exec.Command("make", "-C", root, "run", "TYPES="+types,
+		"RUNFLAGS=-quiet -api 127.0.0.1:0 -edge 127.0.0.1:0 -worker-env PROVISIONER_URL=http://"+ln.Addr().String())
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -62,7 +66,18 @@ func TestMakeRunServesTheTypes(t *testing.T) {
 		}
 	}()
 
-	const api = "http://127.0.0.1:8080" // make run's API
+	// make run prints where the API is: "  API        http://127.0.0.1:40123/v1".
+	var api string
+	for api == "" {
+		if m := apiLine.FindStringSubmatch(logs.String()); m != nil {
+			api = m[1]
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("make run never said where its API is")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	get := func(path string) (int, map[string]any) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api+path, nil)
 		req.Header.Set("Authorization", "Bearer "+local.TokenAlice)
@@ -117,4 +132,24 @@ func TestMakeRunServesTheTypes(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+}
+
+var apiLine = regexp.MustCompile(`(?m)^\s*API\s+(http://\S+)/v1\s*$`)
+
+// syncBuffer is a bytes.Buffer that the command writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

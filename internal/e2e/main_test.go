@@ -1,7 +1,7 @@
 // Package e2e runs longrun end to end through HTTP against the local stack: the same
 // function binaries as on AWS, on kumo's Lambda Runtime API and Step Functions, with
-// DynamoDB Local and the stream poller. One stack serves the package (kumo must own
-// 127.0.0.1:4566, so only this package starts one).
+// DynamoDB Local and the stream poller. One stack serves the package, on free ports, so two
+// checkouts can run the suite at once.
 package e2e
 
 import (
@@ -79,7 +79,7 @@ func run(m *testing.M) int {
 	// Quotas above what the suite keeps active at once (its load test holds 700 of alice's).
 	// The built-in types and the test's own (testdata/e2e.types.yaml, with a worker written
 	// against the public worker package), as a team serves longrun's beside its own.
-	opts := devstack.Options{APIAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases, ReconcileEvery: 500 * time.Millisecond,
+	opts := devstack.Options{APIAddr: "127.0.0.1:0", EdgeAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases, ReconcileEvery: 500 * time.Millisecond,
 		Quota: 5000, PrincipalQuota: 5000, TraceFile: suiteTraceFile(root),
 		// The stack's own warnings (an integration that failed, a stream batch retried) go
 		// to the log file beside the functions' lines, as "stack | {…}".

@@ -21,13 +21,18 @@ import (
 // Contention (docs/table-design.md, "Contention"). DynamoDB cancels a transaction that
 // touches an item another transaction holds (TransactionConflict) and refuses a single write
 // on such an item (TransactionConflictException). Both are races the system creates itself,
-// never the caller's fault, so the store retries them with full-jitter exponential backoff
-// inside a time budget, and learns the winner's record instead of retrying where it can.
+// never the caller's fault, so the store retries them with full-jitter exponential backoff,
+// a bounded number of times, and learns the winner's record instead of retrying where it can.
 
 // Defaults of the contention settings.
 const (
-	DefaultConflictBudget = 2 * time.Second
-	DefaultQuotaShards    = 16
+	// DefaultConflictRetries is about what the 2 s time budget it replaced allowed on AWS
+	// (~25 ms a transaction, a mean backoff of 100 ms once it reaches the cap). At most it
+	// sleeps 3 s (the ceilings 4, 8, … 128 ms, then 200 ms) and sends 21 attempts, well
+	// inside the API function's 10 s timeout; a loaded emulator, whose answers take seconds,
+	// gets as many retries as AWS does.
+	DefaultConflictRetries = 20
+	DefaultQuotaShards     = 16
 	// replayMargin: a record read beside the transaction answers a replay only if it stays
 	// live this much longer, so clock skew against TTL deletion can never turn a replay
 	// answered from the read into a second operation created by the transaction.
@@ -39,6 +44,10 @@ const (
 	// backgroundLimit bounds a request left to finish after its call answered.
 	backgroundLimit = 10 * time.Second
 	backoffCap      = 200 * time.Millisecond
+	// answerReserve is what a retry leaves before the caller's deadline (the Lambda's
+	// timeout): a backoff that would end later is not slept, and the caller gets 503 with
+	// Retry-After while it can still answer, instead of a timeout.
+	answerReserve = 500 * time.Millisecond
 )
 
 // Metrics is where the store counts contention (the functions give it internal/aws/emf;
@@ -56,18 +65,18 @@ func (s *Store) count(name string, dims ...string) {
 // retrier paces the attempts of one call (admit, append, write, quota_read: the Call
 // dimension of its metrics).
 type retrier struct {
-	s        *Store
-	call     string
-	deadline time.Time
-	attempt  int
+	s       *Store
+	call    string
+	retries int // how many the call may still take
+	attempt int
 }
 
 func (s *Store) retrier(call string) *retrier {
-	budget := s.ConflictBudget
-	if budget <= 0 {
-		budget = DefaultConflictBudget
+	retries := s.ConflictRetries
+	if retries <= 0 {
+		retries = DefaultConflictRetries
 	}
-	return &retrier{s: s, call: call, deadline: s.now().Add(budget)}
+	return &retrier{s: s, call: call, retries: retries}
 }
 
 // conflict counts a transaction DynamoDB cancelled for a conflict with another one.
@@ -77,13 +86,19 @@ func (r *retrier) conflict(reasons []types.CancellationReason) {
 	}
 }
 
-// wait sleeps a full-jitter backoff before the next attempt; false when the budget is spent
-// or ctx is done. Each retry counts as StoreRetries, a spent budget as StoreBusy.
+// wait sleeps a full-jitter backoff before the next attempt; false when the retries are
+// spent, the backoff would end too close to ctx's deadline, or ctx is done. Each retry counts
+// as StoreRetries, a call given up as StoreBusy.
 func (r *retrier) wait(ctx context.Context) bool {
+	if r.attempt >= r.retries {
+		r.s.count("StoreBusy", "Call", r.call)
+		return false
+	}
 	ceiling := min(backoffCap, backoffBase<<min(r.attempt, 16))
 	r.attempt++
 	d := r.s.jitter(ceiling)
-	if r.s.now().Add(d).After(r.deadline) {
+	// A deadline is on the real clock whatever Store.Now says.
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d+answerReserve {
 		r.s.count("StoreBusy", "Call", r.call)
 		return false
 	}
@@ -144,7 +159,7 @@ func (s *Store) retrySingle(ctx context.Context, write func() error) error {
 }
 
 // transact runs a transaction that no other caller's answer can settle (fact appends):
-// conflicts and throttling are retried inside the budget; failed conditions come back as
+// conflicts and throttling are retried (ConflictRetries); failed conditions come back as
 // cancellation reasons.
 func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) ([]types.CancellationReason, error) {
 	r := s.retrier("append")
@@ -155,7 +170,7 @@ func (s *Store) transact(ctx context.Context, items []types.TransactWriteItem) (
 		}
 		r.conflict(reasons)
 		if !r.wait(ctx) {
-			return nil, errBusy(errors.New("transaction conflicts outlasted the budget: " + reasonCodes(reasons)))
+			return nil, errBusy(errors.New("transaction conflicts outlasted the retries: " + reasonCodes(reasons)))
 		}
 	}
 }

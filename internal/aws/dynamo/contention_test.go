@@ -19,15 +19,12 @@ import (
 // conflictHold is the shortest transaction the tests allow (10 ms; up to 20 ms).
 const conflictHold = 10 * time.Millisecond
 
-// newConflictStore is a store behind the conflict proxy. Its conflict budget is wider than
-// the default: DynamoDB Local answers one request at a time, so with 32 callers (and the race
-// detector) a call waits in its queue ~20× longer than on AWS, and the budget is spent on
-// that queue instead of on conflicts. The service-level tests in httpapi keep the default.
+// newConflictStore is a store behind the conflict proxy, with the production settings: its
+// retries count attempts, so DynamoDB Local's queue (one request at a time, ~20× longer than
+// AWS with 32 callers and the race detector) lengthens a call without spending them.
 func newConflictStore(t *testing.T) (*dynamo.Store, *conflictproxy.Proxy) {
 	client, _, proxy := dynamotest.NewConflictClient(t, conflictHold)
-	store := dynamo.New(client, dynamotest.NewTable(t, client))
-	store.ConflictBudget = 10 * time.Second
-	return store, proxy
+	return dynamo.New(client, dynamotest.NewTable(t, client)), proxy
 }
 
 // race runs n admissions at once and returns each one's record and error.

@@ -12,3 +12,6 @@ func DueShardOf(id string) string { return dueShard(id) }
 
 // ItemSize is the store's own count of an item's billed size.
 func ItemSize(item map[string]types.AttributeValue) int { return itemSize(item) }
+
+// BackgroundLimit bounds a request left to finish after its call answered.
+const BackgroundLimit = backgroundLimit

@@ -36,9 +36,12 @@ type Client interface {
 type Store struct {
 	Client Client
 	Table  string
-	// ConflictBudget bounds how long one call retries work that DynamoDB cancelled for a
-	// conflict with another transaction, or throttled; after it the caller gets 503.
-	ConflictBudget time.Duration
+	// ConflictRetries bounds how many times one call retries work that DynamoDB cancelled
+	// for a conflict with another transaction, or throttled; after them the caller gets 503.
+	// It counts retries, not time: a slow store (a loaded machine, a far region) makes each
+	// attempt longer without making the contention any worse, and a time budget would be
+	// spent on waiting instead of on conflicts. The caller's ctx deadline bounds the time.
+	ConflictRetries int
 	// QuotaShards is how many counters a tenant's quota is spread over (see contention.go).
 	QuotaShards int
 	// ReplayRead issues a consistent read of the idempotency record beside each admission
@@ -47,8 +50,8 @@ type Store struct {
 	ReplayRead bool
 	// Leases decide when the reconciler next looks at an operation (the due index).
 	Leases operation.Leases
-	// Now and Random (uniform in [0, n)) pace retries; nil means the real clock and
-	// math/rand.
+	// Now is the clock of the claims' expiry, and Random (uniform in [0, n)) draws the
+	// retries' backoff and the quota shards; nil means the real clock and math/rand.
 	Now    func() time.Time
 	Random func(n int64) int64
 	// Metrics counts transaction conflicts and retries; nil counts nothing.
@@ -64,7 +67,7 @@ func (s *Store) Drain() { s.background.Wait() }
 
 // New returns a Store with default settings.
 func New(client Client, table string) *Store {
-	return &Store{Client: client, Table: table, ConflictBudget: DefaultConflictBudget, QuotaShards: DefaultQuotaShards,
+	return &Store{Client: client, Table: table, ConflictRetries: DefaultConflictRetries, QuotaShards: DefaultQuotaShards,
 		ReplayRead: true, Leases: operation.DefaultLeases()}
 }
 
@@ -151,7 +154,7 @@ func (s *Store) Admit(ctx context.Context, in admission.Intent) (*admission.Reco
 			return nil, err
 		}
 		if !r.wait(ctx) {
-			return nil, errBusy(fmt.Errorf("admission conflicts outlasted the budget: %s", reasonCodes(reasons)))
+			return nil, errBusy(fmt.Errorf("admission conflicts outlasted the retries: %s", reasonCodes(reasons)))
 		}
 	}
 }
@@ -164,7 +167,14 @@ func (s *Store) admitBesideRead(ctx context.Context, in admission.Intent, items 
 	// closes its keep-alive connection, and the next request would pay a new TLS handshake.
 	// The one left over finishes by itself, bounded, and its answer is dropped: an abandoned
 	// transaction can only fail on the live record the read saw.
-	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), backgroundLimit)
+	//
+	// The bound starts when the call answers, not when the requests are sent. While the
+	// caller waits, only its own ctx limits the wait (the selects below): a limit counted
+	// from the start cut a slow store's transaction that the caller was still waiting for
+	// (DynamoDB Local queued behind 32 callers on a loaded machine), and turned work that
+	// was merely queued into a 503.
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { time.AfterFunc(backgroundLimit, cancel) }()
 	type answer struct {
 		reasons []types.CancellationReason
 		err     error

@@ -14,7 +14,8 @@
 // The proxy gives each TransactWriteItems a hold time drawn from [HoldMin, HoldMax]: it
 // takes the items, waits, releases them and lets DynamoDB Local run it, so a reader sees the
 // old state until the transaction commits, as on AWS. Everything else (reads, queries,
-// streams, table management) passes through untouched. No hand-written emulator of DynamoDB
+// streams, table management) passes through untouched. Latency makes it a slow store as well:
+// every request it passes on waits that long first, as behind a loaded DynamoDB Local's queue. No hand-written emulator of DynamoDB
 // semantics exists as a maintained library, hence this small one; it emulates only conflicts.
 package conflictproxy
 
@@ -34,6 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/longrun-dev/longrun/internal/local/ddblocal"
 	"github.com/longrun-dev/longrun/internal/local/ddbwire"
 )
 
@@ -47,6 +49,11 @@ type Options struct {
 	HoldMin, HoldMax time.Duration
 	// Seed seeds the hold-time draws, so a run can be repeated.
 	Seed uint64
+	// Latency is added to every request passed on to DynamoDB Local (after a transaction
+	// released its items, so it makes the store slow without making conflicts likelier):
+	// what a loaded machine does to DynamoDB Local, on purpose and the same every run. The
+	// proxy's own refusals answer at once.
+	Latency time.Duration
 }
 
 // Stats counts what the proxy did.
@@ -75,6 +82,9 @@ type Proxy struct {
 	keys   map[string][]string // table → key attribute names
 
 	transactions, cancelled, singles, gets atomic.Int64
+
+	endHolds     chan struct{} // closed by EndHolds
+	endHoldsOnce sync.Once
 }
 
 // Start listens and serves until Close.
@@ -85,6 +95,9 @@ func Start(opts Options) (*Proxy, error) {
 	}
 	if opts.HoldMax < opts.HoldMin {
 		return nil, fmt.Errorf("conflictproxy: HoldMax %s is below HoldMin %s", opts.HoldMax, opts.HoldMin)
+	}
+	if opts.Latency < 0 {
+		return nil, fmt.Errorf("conflictproxy: Latency %s is negative", opts.Latency)
 	}
 	addr := opts.Addr
 	if addr == "" {
@@ -97,15 +110,24 @@ func Start(opts Options) (*Proxy, error) {
 	p := &Proxy{
 		Endpoint: "http://" + ln.Addr().String(),
 		opts:     opts, upstream: u, ln: ln,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
+		// At most ddblocal.MaxConns requests at DynamoDB Local: the others wait here, after
+		// their conflicts were decided, instead of timing out on its table lock.
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ddblocal.MaxConns, MaxConnsPerHost: ddblocal.MaxConns}},
 		held:   map[string]uint64{},
 		rng:    rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		keys:   map[string][]string{},
+
+		endHolds: make(chan struct{}),
 	}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
 }
+
+// EndHolds ends every hold now, and makes every later one zero: a test that holds items
+// for longer than it could ever need ends the hold once it has seen what it checks, rather
+// than racing a clock that a loaded machine can outrun.
+func (p *Proxy) EndHolds() { p.endHoldsOnce.Do(func() { close(p.endHolds) }) }
 
 // Close stops the proxy.
 func (p *Proxy) Close() error { return p.srv.Close() }
@@ -175,7 +197,12 @@ func (p *Proxy) transactWrite(w http.ResponseWriter, r *http.Request, body []byt
 		return
 	}
 	p.transactions.Add(1)
-	time.Sleep(p.hold())
+	hold := time.NewTimer(p.hold())
+	select {
+	case <-hold.C:
+	case <-p.endHolds:
+		hold.Stop()
+	}
 	// Release before DynamoDB Local runs it: the hold is the transaction's duration on AWS,
 	// and DynamoDB Local's own queue (it runs one transaction at a time) is latency, not
 	// contention. The order stays serializable: whatever takes an item next is sent at least
@@ -347,8 +374,17 @@ func itemID(table string, key map[string]json.RawMessage) string {
 	return table + "\x00" + string(b)
 }
 
-// forward sends the request to DynamoDB Local and copies its answer back.
+// forward sends the request to DynamoDB Local (after Latency) and copies its answer back.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) {
+	if p.opts.Latency > 0 {
+		t := time.NewTimer(p.opts.Latency)
+		select {
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 	up, err := ddbwire.Forward(r, p.upstream, body)
 	if err != nil {
 		writeError(w, "InternalServerError", err.Error(), nil)

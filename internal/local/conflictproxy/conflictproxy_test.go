@@ -38,9 +38,11 @@ func exists(t *testing.T, c *dynamodb.Client, table, pk string) bool {
 // TransactionConflict for a and None for its other item, a single write on a fails with
 // TransactionConflictException, a write elsewhere and a read of a go through (the read sees
 // the state before the holder commits), and after the holder commits the second transaction
-// succeeds. This test fails if the proxy stops refusing overlapping work.
+// succeeds. This test fails if the proxy stops refusing overlapping work. The hold is far
+// longer than the checks need and ends when they are done (EndHolds): with a 300 ms hold,
+// a loaded machine once ran the checks past it.
 func TestOverlappingWorkIsRefusedAsOnAWS(t *testing.T) {
-	client, _, proxy := dynamotest.NewConflictClient(t, 300*time.Millisecond)
+	client, _, proxy := dynamotest.NewConflictClient(t, time.Hour)
 	table := dynamotest.NewTable(t, client)
 	ctx := context.Background()
 
@@ -85,6 +87,7 @@ func TestOverlappingWorkIsRefusedAsOnAWS(t *testing.T) {
 		t.Fatal("the cancelled transaction wrote its other item")
 	}
 
+	proxy.EndHolds()
 	wg.Wait()
 	if firstErr != nil {
 		t.Fatalf("holder: %v", firstErr)
@@ -123,6 +126,51 @@ func TestDisjointTransactionsDoNotConflict(t *testing.T) {
 		}
 	}
 	if st := proxy.Stats(); st.Cancelled != 0 || st.Transactions != 16 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// Latency slows every request passed on to DynamoDB Local, reads and transactions alike,
+// and is spent after a transaction released its items: a transaction sent after the first
+// one's hold but during its latency is not cancelled. A slow store, not a more contended one.
+func TestLatencyIsASlowStoreNotMoreConflicts(t *testing.T) {
+	const hold, latency = 20 * time.Millisecond, 400 * time.Millisecond
+	direct, _ := dynamotest.NewClient(t)
+	table := dynamotest.NewTable(t, direct)
+	client, _, proxy := dynamotest.NewSlowConflictClient(t, hold, latency)
+	ctx := context.Background()
+
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{put(table, "a"), put(table, "b")}})
+		done <- err
+	}()
+	for proxy.Stats().Transactions == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(4 * hold) // past the first transaction's hold (at most 2 × hold), inside its latency
+	second := time.Now()
+	if _, err := client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{put(table, "a")}}); err != nil {
+		t.Fatalf("a transaction after the first one's hold: %v", err)
+	}
+	if took := time.Since(second); took < latency {
+		t.Fatalf("the second transaction took %s, less than the latency %s", took, latency)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("first transaction: %v", err)
+	}
+	if took := time.Since(start); took < hold+latency {
+		t.Fatalf("the first transaction took %s, less than its hold and the latency", took)
+	}
+	read := time.Now()
+	if _, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(read); took < latency {
+		t.Fatalf("a read took %s, less than the latency %s", took, latency)
+	}
+	if st := proxy.Stats(); st.Cancelled != 0 || st.Transactions != 2 {
 		t.Fatalf("stats %+v", st)
 	}
 }

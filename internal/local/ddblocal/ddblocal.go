@@ -27,6 +27,16 @@ const CacheDir = ".cache/dynamodb-local"
 // DynamoDB Local (cmd/ddblocal sets it for the command it runs).
 const EndpointEnv = "LONGRUN_DYNAMODB_ENDPOINT"
 
+// MaxConns is how many requests a client should have in flight to DynamoDB Local at once;
+// the rest wait in the client for a connection. DynamoDB Local serves a table's writes one at
+// a time behind a lock it waits for at most 10 s (LocalDBAccess.LOCK_WAIT_TIMEOUT_IN_SECONDS,
+// a constant), then answers 500 "This action timed out because it too long waiting for a
+// lock. This request will succeed in actual DynamoDB API". With 32 callers on a machine
+// whose cores are busy (make test beside other work) its queue outgrew that, and racers got
+// 503 (issue 21). A queue in the client has no timeout, and the emulator serializes the
+// writes anyway, so the bound costs no throughput.
+const MaxConns = 4
+
 // Server is a running DynamoDB Local.
 type Server struct {
 	Endpoint string

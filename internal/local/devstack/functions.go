@@ -45,6 +45,19 @@ func build(ctx context.Context, root, bin string, fns []function, out io.Writer)
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return err
 	}
+	// Stacks of one checkout may start at once (make test runs the e2e suite beside the
+	// example's test of make run, each on free ports) and build into the same folder: one
+	// at a time, so the second finds the binaries up to date and leaves them alone (go build
+	// rewrites nothing whose build ID matches) rather than rewriting a file the first is
+	// about to run.
+	lock, err := os.OpenFile(filepath.Join(bin, ".build.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close() // closing it unlocks it
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("devstack: lock %s: %w", lock.Name(), err)
+	}
 	run := func(dir string, args ...string) error {
 		cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-tags", "lambda.norpc"}, args...)...)
 		cmd.Dir = dir

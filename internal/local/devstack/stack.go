@@ -54,8 +54,10 @@ import (
 	"github.com/longrun-dev/longrun/internal/local/streampoller"
 )
 
-// EdgeAddr is where the AWS edge must listen: kumo's Step Functions calls Lambda and SQS at
-// http://localhost:4566 whatever it is told.
+// EdgeAddr is where the AWS edge listens by default, as `make run` documents it. kumo's
+// services call one another (Step Functions → Lambda and SQS, EventBridge → SQS) at
+// http://localhost:4566 whatever they are told; an edge elsewhere gets those calls through
+// kumoTransport.
 const EdgeAddr = "127.0.0.1:4566"
 
 const (
@@ -68,8 +70,12 @@ const (
 
 // Options configure the stack.
 type Options struct {
-	APIAddr string            // API Gateway emulation; default 127.0.0.1:8080 (":0" ports pick a free one)
-	Tokens  apigateway.Tokens // bearer tokens; default the contract's
+	APIAddr string // API Gateway emulation; default 127.0.0.1:8080 (":0" ports pick a free one)
+	// EdgeAddr is where the AWS edge listens; default EdgeAddr (127.0.0.1:4566). Tests give
+	// "127.0.0.1:0", a free port, so that two checkouts can run theirs at once. One process
+	// runs one stack at a time: kumo's services are the process's.
+	EdgeAddr string
+	Tokens   apigateway.Tokens // bearer tokens; default the contract's
 	// PollInterval is how long an idle stream poller waits between reads (AWS polls a
 	// shard about four times a second). Default 100 ms.
 	PollInterval time.Duration
@@ -264,7 +270,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 
-	edgeLn, apiLn, err := s.listen(opts.APIAddr)
+	edgeLn, apiLn, err := s.listen(opts.EdgeAddr, opts.APIAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -272,15 +278,18 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dynamoURL := opts.DynamoDBEndpoint
+	dynamoURL, dynamoConns := opts.DynamoDBEndpoint, 0
 	if dynamoURL == "" {
 		ddb, err := s.startDynamoDBLocal(ctx)
 		if err != nil {
 			return nil, err
 		}
-		dynamoURL = ddb.Endpoint
+		// Requests wait at the edge rather than on DynamoDB Local's table lock, which times
+		// out (ddblocal.MaxConns). A DynamoDB of the caller's is left alone: the conflict
+		// proxy must see the callers' concurrency, and bounds its own requests.
+		dynamoURL, dynamoConns = ddb.Endpoint, ddblocal.MaxConns
 	}
-	s.startKumoAndEdge(edgeLn, dynamoURL, opts.Meter, opts.Quotas, opts.Log)
+	s.startKumoAndEdge(edgeLn, dynamoURL, dynamoConns, opts.Meter, opts.Quotas, opts.Log)
 	s.connectClients()
 	if err := s.createTable(ctx); err != nil {
 		return nil, err
@@ -327,6 +336,9 @@ func (o Options) withDefaults() Options {
 	if o.APIAddr == "" {
 		o.APIAddr = "127.0.0.1:8080"
 	}
+	if o.EdgeAddr == "" {
+		o.EdgeAddr = EdgeAddr
+	}
 	if o.Tokens == nil {
 		o.Tokens = apigateway.DefaultTokens()
 	}
@@ -360,18 +372,22 @@ func newStack() *Stack {
 
 // listen takes the edge's and the API's ports first, so a stack already running fails
 // Start in a second rather than after the build. Nothing is served on them yet.
-func (s *Stack) listen(apiAddr string) (edge, api net.Listener, err error) {
-	edge, err = net.Listen("tcp", EdgeAddr)
+func (s *Stack) listen(edgeAddr, apiAddr string) (edge, api net.Listener, err error) {
+	edge, err = net.Listen("tcp", edgeAddr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("devstack: %s is taken (is another local stack, `make run`, or LocalStack running?): %w", EdgeAddr, err)
+		return nil, nil, fmt.Errorf("devstack: %s is taken (is another local stack, `make run`, or LocalStack running?): %w", edgeAddr, err)
 	}
 	s.onClose(func() { edge.Close() })
+	if err := sendKumoCallsTo(edge.Addr().String()); err != nil {
+		return nil, nil, err
+	}
+	s.onClose(func() { _ = sendKumoCallsTo(EdgeAddr) })
 	api, err = net.Listen("tcp", apiAddr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("devstack: the API address %s is taken: %w", apiAddr, err)
 	}
 	s.onClose(func() { api.Close() })
-	s.EdgeURL = "http://" + EdgeAddr
+	s.EdgeURL = "http://" + edge.Addr().String()
 	s.APIURL = "http://" + api.Addr().String()
 	return edge, api, nil
 }
@@ -434,10 +450,10 @@ func (s *Stack) startDynamoDBLocal(ctx context.Context) (*ddblocal.Server, error
 // startKumoAndEdge starts kumo and serves the edge on edgeLn, routing to DynamoDB Local at
 // dynamoURL and to kumo. kumo serves on a port of its own choosing; the edge forwards to it.
 // Only kumo's public API is used, so a kumo upgrade cannot break the embedding.
-func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, meter func(http.Handler, string) http.Handler, limits *quotas.Limits, logger *slog.Logger) {
+func (s *Stack) startKumoAndEdge(edgeLn net.Listener, dynamoURL string, dynamoConns int, meter func(http.Handler, string) http.Handler, limits *quotas.Limits, logger *slog.Logger) {
 	ks := kumo.NewServer()
 	s.onClose(ks.Close)
-	handler := edgeRouter(dynamoURL, ks.URL, s.tap)
+	handler := edgeRouter(dynamoURL, dynamoConns, ks.URL, s.tap)
 	if meter != nil {
 		handler = meter(handler, dynamoURL)
 	}
@@ -677,7 +693,7 @@ func (s *Stack) startFunctions(ctx context.Context, fns []function, bin string, 
 	for _, f := range fns {
 		// Each function polls kumo's Runtime API under its own name, and its AWS SDK names it
 		// in the User-Agent (app/<name>), so the edge can tell whose calls it sees (Meter).
-		fenv := append([]string{"AWS_LAMBDA_RUNTIME_API=" + EdgeAddr + "/_runtime/" + f.name, "AWS_SDK_UA_APP_ID=" + f.name}, env...)
+		fenv := append([]string{"AWS_LAMBDA_RUNTIME_API=" + strings.TrimPrefix(s.EdgeURL, "http://") + "/_runtime/" + f.name, "AWS_SDK_UA_APP_ID=" + f.name}, env...)
 		p := &process{f: f, path: filepath.Join(bin, f.name), env: fenv, out: opts.Output}
 		if err := p.start(); err != nil {
 			return err
@@ -787,17 +803,19 @@ func (s *Stack) tap(body []byte) {
 // edgeRouter sends DynamoDB and DynamoDB Streams calls to DynamoDB Local and everything else
 // to kumo, keeping Host and Authorization (kumo routes Lambda calls by the signature's
 // credential scope). PutEvents bodies are shown to tap on the way.
-func edgeRouter(dynamoURL, kumoURL string, tap func(body []byte)) http.Handler {
-	proxy := func(target string) *httputil.ReverseProxy {
+func edgeRouter(dynamoURL string, dynamoConns int, kumoURL string, tap func(body []byte)) http.Handler {
+	proxy := func(target string, maxConns int) *httputil.ReverseProxy {
 		u, _ := url.Parse(target)
 		return &httputil.ReverseProxy{
 			Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.Out.Host = pr.In.Host },
-			Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second},
+			Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: maxConns, IdleConnTimeout: 90 * time.Second},
 			// Runtime API long polls are cut whenever a process exits; that is not news.
 			ErrorLog: log.New(io.Discard, "", 0),
 		}
 	}
-	ddb, kumoProxy := proxy(dynamoURL), proxy(kumoURL)
+	// At most dynamoConns requests at DynamoDB (0: no bound). kumo's Runtime API long polls
+	// need a connection each: no bound there.
+	ddb, kumoProxy := proxy(dynamoURL, dynamoConns), proxy(kumoURL, 0)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := r.Header.Get("X-Amz-Target")
 		if strings.HasPrefix(target, "DynamoDB_20120810.") || strings.HasPrefix(target, "DynamoDBStreams_20120810.") {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/local/conflictproxy"
 	"github.com/longrun-dev/longrun/internal/testkit/dynamotest"
 )
@@ -113,8 +112,7 @@ func BenchmarkAdmissionUnderConflicts(b *testing.B) {
 func BenchmarkIdenticalRacersUnderConflicts(b *testing.B) {
 	const racers = 64
 	var proxy *conflictproxy.Proxy
-	e := newEnv(b, withConflicts(&proxy))                 // one table for every round, as in BenchmarkAdmission
-	e.store.ConflictBudget = dynamo.DefaultConflictBudget // the production budget, unlike the tests
+	e := newEnv(b, withConflicts(&proxy)) // one table for every round, as in BenchmarkAdmission
 	round := 0
 	b.Run(fmt.Sprintf("racers=%d", racers), func(b *testing.B) {
 		round++

@@ -80,13 +80,9 @@ func newEnv(t testing.TB, opts ...option) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, client: client, calls: calls, table: table, clock: &clock{t: t0}, spec: spec}
+	// The production settings: the store's retries are a count, so a loaded machine, where
+	// DynamoDB Local takes seconds a call, needs no wider budget than AWS.
 	e.store = dynamo.New(client, table)
-	// DynamoDB Local under a loaded CI machine (the race detector, every package at once)
-	// can take seconds a call, and the production budget would be spent on its queue, not
-	// on the conflicts a test injects (TestTransactionConflictIsRetried answered 503 after
-	// two attempts so): the emulator's budget, as the contention tests use. Tests of the
-	// budget itself set their own.
-	e.store.ConflictBudget = emulatorBudget
 	gen := &ids.Generator{Now: e.clock.Now, Entropy: rand.Reader}
 	e.service = &admission.Service{Store: e.store, Registry: optype.Builtin(), Now: e.clock.Now, NewID: gen.Operation,
 		Window: 24 * time.Hour, Quota: admission.DefaultQuota}

@@ -92,7 +92,6 @@ func TestUnavailableAdmissionsAreCounted(t *testing.T) {
 			return &types.ProvisionedThroughputExceededException{Message: aws.String("slow down")}
 		}}
 	}))
-	e.store.ConflictBudget = 50 * time.Millisecond
 	wantProblem(t, e.admit("m-u", demo("u")), http.StatusServiceUnavailable, "unavailable")
 	if got := admissions(t, &buf); !reflect.DeepEqual(got, map[string]float64{"unavailable": 1}) {
 		t.Fatalf("got %v\n%s", got, buf.String())

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
@@ -110,11 +112,17 @@ func NewClient(tb testing.TB) (*dynamodb.Client, *Counter) {
 	if endpoint == "" {
 		tb.Fatalf("%s is not set: run the tests with `make test`, or call dynamotest.Main from TestMain", EndpointEnv)
 	}
-	return Client(endpoint)
+	return client(endpoint, ddblocal.MaxConns)
 }
 
-// Client builds a DynamoDB client for a local endpoint, counting its calls.
-func Client(endpoint string) (*dynamodb.Client, *Counter) {
+// Client builds a DynamoDB client for a local endpoint, counting its calls. It has as many
+// requests in flight as its callers make: NewClient bounds them when the endpoint is
+// DynamoDB Local itself, and the conflict proxy bounds its own to DynamoDB Local.
+func Client(endpoint string) (*dynamodb.Client, *Counter) { return client(endpoint, 0) }
+
+// client is Client with at most maxConns requests in flight (0: no bound); the rest queue in
+// the client, where nothing times out.
+func client(endpoint string, maxConns int) (*dynamodb.Client, *Counter) {
 	counter := &Counter{}
 	// The Finalize step's tail runs once per attempt, inside the SDK's retry loop.
 	count := middleware.FinalizeMiddlewareFunc("CountAttempts", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
@@ -131,6 +139,9 @@ func Client(endpoint string) (*dynamodb.Client, *Counter) {
 		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
 		// DynamoDB Local's 4xx responses make the SDK log checksum warnings.
 		DisableValidateResponseChecksum: true,
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxConnsPerHost = maxConns
+		}),
 		APIOptions: []func(*middleware.Stack) error{func(s *middleware.Stack) error {
 			return s.Finalize.Add(count, middleware.After)
 		}},
@@ -158,11 +169,20 @@ func EachStore(t *testing.T, test func(t *testing.T, client *dynamodb.Client)) {
 // refuses it. The proxy closes with the test.
 func NewConflictClient(tb testing.TB, hold time.Duration) (*dynamodb.Client, *Counter, *conflictproxy.Proxy) {
 	tb.Helper()
+	return NewSlowConflictClient(tb, hold, 0)
+}
+
+// NewSlowConflictClient is NewConflictClient on a slow store: every request the proxy passes
+// on to DynamoDB Local waits latency first, as on a loaded machine, but on purpose and the
+// same every run. Create the table with a NewClient: it would wait too.
+func NewSlowConflictClient(tb testing.TB, hold, latency time.Duration) (*dynamodb.Client, *Counter, *conflictproxy.Proxy) {
+	tb.Helper()
 	endpoint := os.Getenv(EndpointEnv)
 	if endpoint == "" {
 		tb.Fatalf("%s is not set: run the tests with `make test`, or call dynamotest.Main from TestMain", EndpointEnv)
 	}
-	p, err := conflictproxy.Start(conflictproxy.Options{Upstream: endpoint, HoldMin: hold, HoldMax: 2 * hold, Seed: uint64(time.Now().UnixNano())})
+	p, err := conflictproxy.Start(conflictproxy.Options{Upstream: endpoint, HoldMin: hold, HoldMax: 2 * hold,
+		Seed: uint64(time.Now().UnixNano()), Latency: latency})
 	if err != nil {
 		tb.Fatal(err)
 	}
