@@ -18,15 +18,24 @@ import (
 type published struct {
 	mu  sync.Mutex
 	raw [][]byte
+	// failed counts receives that failed, for the message of a test that waited in vain.
+	failed int
 }
 
 var bus = &published{}
 
 func (p *published) collect(ctx context.Context) {
 	for ctx.Err() == nil {
+		// A receive whose answer is lost on the way (a loaded machine has cut a large body
+		// short) leaves its messages in flight until their visibility timeout: 5 s, not the
+		// queue's 30, so they come again well within a test's wait. A message received
+		// twice is kept once (of).
 		out, err := stack.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(stack.EventsQueueURL),
-			MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+			MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 5})
 		if err != nil {
+			p.mu.Lock()
+			p.failed++
+			p.mu.Unlock()
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
@@ -54,14 +63,16 @@ type event struct {
 	} `json:"detail"`
 }
 
-// of returns the events of one operation, in delivery order.
+// of returns the events of one operation, in delivery order, each once.
 func (p *published) of(id string) []event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []event
+	seen := map[string]bool{}
 	for _, raw := range p.raw {
 		var e event
-		if json.Unmarshal(raw, &e) == nil && e.Detail.OperationID == id {
+		if json.Unmarshal(raw, &e) == nil && e.Detail.OperationID == id && !seen[string(raw)] {
+			seen[string(raw)] = true
 			e.raw = raw
 			out = append(out, e)
 		}
@@ -91,7 +102,10 @@ func (p *published) waitVersions(t *testing.T, id string, final int, within time
 			return evs
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("no event for version %d of %s within %v (got %d events)", missing, id, within, len(evs))
+			p.mu.Lock()
+			failed := p.failed
+			p.mu.Unlock()
+			t.Errorf("no event for version %d of %s within %v (got %d events; %d receives failed)", missing, id, within, len(evs), failed)
 			return evs
 		}
 		time.Sleep(50 * time.Millisecond)
