@@ -399,11 +399,7 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) {
 		return
 	}
 	defer resp.Body.Close()
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	_ = ddbwire.CopyAnswer(w, resp)
 }
 
 // writeCancelled answers as DynamoDB does for a transaction cancelled by conflicts.

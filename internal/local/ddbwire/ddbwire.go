@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -61,4 +63,33 @@ func Call(ctx context.Context, caller *http.Request, upstream *url.URL, op strin
 	up.Header.Set("Content-Type", "application/x-amz-json-1.0")
 	up.Header.Set("X-Amz-Target", TargetPrefix+op)
 	return up, nil
+}
+
+// CopyAnswer writes resp, DynamoDB Local's answer, to w once its body has been read whole.
+// Under load DynamoDB Local has been seen to end a large answer short: a 200 whose body stops
+// before its Content-Length, which the SDK reports as "deserialization failed, unexpected EOF"
+// and nobody retries. DynamoDB itself never does that, but it may answer 500
+// InternalServerError, which the SDKs retry; so an answer that cannot be read whole is
+// answered as that, and the error is returned for the caller to count.
+func CopyAnswer(w http.ResponseWriter, resp *http.Response) error {
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		WriteInternalError(w)
+		return fmt.Errorf("ddbwire: DynamoDB Local's answer ended short: %w", err)
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+	return nil
+}
+
+// WriteInternalError answers as DynamoDB does when it fails internally: 500
+// InternalServerError, which the SDKs retry.
+func WriteInternalError(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amzn-Errortype", "InternalServerError")
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = w.Write([]byte(`{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"Internal server error"}`))
 }

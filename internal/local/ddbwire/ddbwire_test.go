@@ -60,3 +60,53 @@ func TestCallAsksAsTheCaller(t *testing.T) {
 		t.Fatalf("%s %v", b, c.Header)
 	}
 }
+
+// shortBody serves a 200 whose body stops before its Content-Length, as DynamoDB Local has
+// been seen to do under load.
+func shortBody(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"Item":{"pk":{"S":"op_`))
+		if hj, ok := w.(http.Hijacker); ok {
+			conn, _, _ := hj.Hijack()
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// An answer that ends short reaches the caller as DynamoDB's retryable 500, never as a 200
+// the SDK cannot read; a whole answer is passed on as it came.
+func TestCopyAnswer(t *testing.T) {
+	resp, err := http.Get(shortBody(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rec := httptest.NewRecorder()
+	if err := ddbwire.CopyAnswer(rec, resp); err == nil {
+		t.Fatal("a short answer was copied without an error")
+	}
+	if rec.Code != http.StatusInternalServerError || rec.Header().Get("X-Amzn-Errortype") != "InternalServerError" ||
+		!strings.Contains(rec.Body.String(), "#InternalServerError") {
+		t.Fatalf("%d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+
+	whole := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Amzn-Requestid", "r1")
+		_, _ = w.Write([]byte(`{"Item":{}}`))
+	}))
+	defer whole.Close()
+	resp, err = http.Get(whole.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rec = httptest.NewRecorder()
+	if err := ddbwire.CopyAnswer(rec, resp); err != nil || rec.Code != 200 || rec.Body.String() != `{"Item":{}}` || rec.Header().Get("X-Amzn-Requestid") != "r1" {
+		t.Fatalf("%v %d %s", err, rec.Code, rec.Body)
+	}
+}

@@ -50,6 +50,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/local/apigateway"
 	"github.com/longrun-dev/longrun/internal/local/asyncinvoke"
 	"github.com/longrun-dev/longrun/internal/local/ddblocal"
+	"github.com/longrun-dev/longrun/internal/local/ddbwire"
 	"github.com/longrun-dev/longrun/internal/local/quotas"
 	"github.com/longrun-dev/longrun/internal/local/streampoller"
 )
@@ -816,6 +817,18 @@ func edgeRouter(dynamoURL string, dynamoConns int, kumoURL string, tap func(body
 	// At most dynamoConns requests at DynamoDB (0: no bound). kumo's Runtime API long polls
 	// need a connection each: no bound there.
 	ddb, kumoProxy := proxy(dynamoURL, dynamoConns), proxy(kumoURL, 0)
+	// DynamoDB Local's answers are read whole before they are passed on, and one that ends
+	// short is answered as DynamoDB's retryable InternalServerError (ddbwire.CopyAnswer).
+	ddb.ModifyResponse = func(resp *http.Response) error {
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return nil
+	}
+	ddb.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { ddbwire.WriteInternalError(w) }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := r.Header.Get("X-Amz-Target")
 		if strings.HasPrefix(target, "DynamoDB_20120810.") || strings.HasPrefix(target, "DynamoDBStreams_20120810.") {
