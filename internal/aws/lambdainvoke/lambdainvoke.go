@@ -187,11 +187,7 @@ func Destination(raw json.RawMessage) (recorder.Delivery, bool) {
 	}
 	// The function the step went to, without the version Lambda ran ($LATEST): the Run's
 	// next steps go to it as the workflow named it.
-	fn := rec.RequestContext.FunctionArn
-	if i := strings.LastIndex(fn, ":"); i > 0 && strings.Count(fn, ":") > 6 {
-		fn = fn[:i]
-	}
-	d := recorder.Delivery{Function: fn, Request: rec.RequestPayload}
+	d := recorder.Delivery{Function: recorder.Unqualified(rec.RequestContext.FunctionArn), Request: rec.RequestPayload}
 	failed := rec.ResponseContext != nil && rec.ResponseContext.FunctionError != ""
 	switch {
 	case rec.RequestContext.Condition == ConditionEventAgeExceeded:

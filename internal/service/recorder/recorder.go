@@ -600,7 +600,8 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		if op.State.Terminal() || op.State == operation.OutcomeUnknown && e.fact == nil {
 			return nil, g, nil // settled elsewhere: do no more work and record nothing
 		}
-		if typ, ok := r.Registry.Lookup(op.Type); ok && p.worker != "" && !r.serves(typ.Worker, p.worker) {
+		typ, served := r.Registry.Lookup(op.Type)
+		if served && p.worker != "" && !r.serves(typ.Worker, p.worker) {
 			return nil, g, fmt.Errorf("%w: operation %s of type %s names function %s, not its worker's", ErrForged, op.ID, op.Type, p.worker)
 		}
 		var out []operation.Fact
@@ -629,7 +630,7 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			g.recorded = &f
 			return out, g, nil
 		}
-		if _, ok := r.Registry.Lookup(op.Type); !ok {
+		if !served {
 			// A type this recorder does not serve (a newer function admitted the work during a
 			// deployment, or the type was removed): nothing is decided here. The Run fails, or
 			// hands on the step's end it holds, so that the execution ends for the reconciler,

@@ -168,11 +168,11 @@ func (r *Recorder) serves(worker, function string) bool {
 		return true
 	}
 	want, ok := r.Workers[worker]
-	return ok && unqualified(want) == unqualified(function)
+	return ok && Unqualified(want) == Unqualified(function)
 }
 
-// unqualified is a function's ARN or name without a version or alias qualifier.
-func unqualified(fn string) string {
+// Unqualified is a function's ARN or name without a version or alias qualifier.
+func Unqualified(fn string) string {
 	if strings.HasPrefix(fn, "arn:") && strings.Count(fn, ":") > 6 {
 		return fn[:strings.LastIndex(fn, ":")]
 	}
