@@ -12,7 +12,7 @@ EXAMPLE := examples/provision-environment
 # while a worker is busy on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
 FUZZTIME ?= 100000x
 BENCHTIME ?= 3s
-# DynamoDB Local runs the whole suite; it starts once and every package shares it.
+# One DynamoDB Local for a whole run (make bench, make run's): started once, shared.
 WITH_DDB := $(GO) run ./cmd/ddblocal --
 STAGE   ?= dev
 CDK_CLI := aws-cdk@2.1148.1
@@ -46,7 +46,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
 NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost scale test unit later nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost scale test unit later later-go e2e nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -202,24 +202,31 @@ asl-lint: deps asl-install
 	LONGRUN_ASL_OUT=$(abspath $(ASL_OUT)) $(GO) test -count=1 -run '^TestRenderDefinition$$' ./internal/aws/stepfunctions/
 	$(ASL_VALIDATOR) --json-path $(ASL_OUT)
 
-# Every package under the race detector, beside one DynamoDB Local; the e2e suite's stack
-# runs behind the conflict proxy (DynamoDB's real transaction conflicts), as its TestMain sets
-# up by default. Then, without the race detector, the CDK packages (jsii runs CDK's
-# JavaScript in Node processes: under -race and beside the conflict tests they only starve
-# those of CPU, and they have no Go concurrency to check) beside cmd/cost's and cmd/scale's
-# tests, which start local stacks of their own on free ports and spend most of their time
-# waiting on them: go test runs two of these packages at a time.
+# Every package but those below under the race detector. Each package that needs DynamoDB
+# Local starts its own (dynamotest.Main): one shared by all of them served the later ones
+# ever more slowly (DynamoDB Local slows down with what was written to it before, even to
+# tables since deleted), and the unit run took 6 minutes instead of 3½.
 CDK_PKGS := ./construct/... ./infra/...
 unit: node-install
-	$(WITH_DDB) $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$')
-	$(GO) test -count=1 -timeout 20m ./cmd/scale ./cmd/cost $(CDK_PKGS)
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$' -e '/internal/e2e$$')
 
-# After the unit run, side by side: the e2e suite on plain DynamoDB Local and the worked
-# example, which each start a local stack of their own on free ports and spend most of their
-# time waiting on it (leases, polls, the workflow's steps), and the CDK synthesis, which
-# wants the CPU they leave. Each one's output stays together.
+# After the unit run, side by side and without the race detector: the packages that start a
+# local stack of their own on free ports (the e2e suite behind the conflict proxy, cmd/scale's
+# and cmd/cost's tests) and the worked example, which spend most of their time waiting on
+# it (leases, polls, the workflow's steps), beside the CDK packages and the CDK synthesis,
+# which want the CPU those leave (jsii runs CDK's JavaScript in Node processes, with no Go
+# concurrency to check). The stacks' functions are processes of their own, which -race would
+# not reach; under it the suite's in-process parts (kumo above all) only starve the stacks of
+# CPU, and each of those parts has race-checked tests of its own in `unit`. Each one's
+# output stays together.
 later:
-	$(MAKE) --no-print-directory -j3 --output-sync=target e2e-plain example synth
+	$(MAKE) --no-print-directory -j4 --output-sync=target e2e example synth later-go
+
+e2e: deps ddb-install
+	$(GO) test -count=1 -parallel 8 ./internal/e2e/
+
+later-go: node-install
+	$(GO) test -count=1 -timeout 20m ./cmd/scale ./cmd/cost $(CDK_PKGS)
 
 # cdk-nag's AwsSolutions and Serverless packs over the construct and over the stage `make
 # synth` builds, in several shapes (docs/security.md, "The rule packs"): the TestRulePacks
@@ -233,7 +240,9 @@ nag: node-install
 example: deps ddb-install node-install
 	cd $(EXAMPLE) && LONGRUN_DYNAMODB_LOCAL_DIR=$(abspath $(DDB_DIR)) $(GO) test -count=1 ./...
 
-# The e2e suite once more on plain DynamoDB Local, so both kinds of store stay proven.
+# The e2e suite on plain DynamoDB Local, without the conflict proxy: not in `make test`,
+# since the proxy only adds DynamoDB's refusals to the same DynamoDB Local (the store's own
+# tests run on both kinds, dynamotest.EachStore).
 e2e-plain:
 	LONGRUN_E2E_CONFLICTS=0 $(GO) test -count=1 ./internal/e2e/
 

@@ -14,6 +14,7 @@ import (
 // failed, 4 outcome_unknown, 5 a problem), then an operator's resolve of an unknown
 // outcome.
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	bin := buildCLI(t)
 	type run struct {
 		code           int

@@ -229,6 +229,7 @@ func (h hookExecutor) Start(ctx context.Context, workflow, name string, input []
 }
 
 func TestCancelAfterSuccessAndStaleIfMatch(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	id := c.admit(`{"type":"demo.task","input":{"target":"cancel-late"}}`)
 	done := c.poll(id, 20*time.Second)
@@ -247,6 +248,7 @@ func TestCancelAfterSuccessAndStaleIfMatch(t *testing.T) {
 // The worker acts and then its result is lost: outcome_unknown, said out loud, not retried;
 // an operator settles it, and a normal caller may not.
 func TestUnknownOutcomeAndRepair(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	id := c.admit(`{"type":"demo.task","input":{"target":"repair","steps":2,"outcome":"unknown"}}`)
 	r := c.poll(id, 20*time.Second)
@@ -305,6 +307,7 @@ func TestNotificationAfterACrash(t *testing.T) {
 }
 
 func TestEventsForEveryEnd(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	for _, tc := range []struct{ input, state string }{
 		{`{"target":"ev-ok","steps":2}`, "succeeded"},
@@ -349,6 +352,7 @@ func TestReconcilerDispatchesWhenTheStreamIsOff(t *testing.T) {
 // for its check lease, the execution aborted and no step in flight (the Run's lease was
 // over), says the work failed: nothing can have acted unseen.
 func TestExecutionStoppedBehindTheBack(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	id := c.admit(`{"type":"demo.task","input":{"target":"stopped","steps":20,"sleepMs":1000}}`)
 	c.waitState(id, "running", 10*time.Second)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCreatePollSucceeded(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	id := c.admit(`{"type":"demo.task","input":{"target":"e2e-success","steps":3,"sleepMs":0}}`)
 	r := c.poll(id, 30*time.Second)
@@ -26,6 +27,7 @@ func TestCreatePollSucceeded(t *testing.T) {
 }
 
 func TestFailIsAFailedStateWithATypedProblem(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	r := c.poll(c.admit(`{"type":"demo.task","input":{"target":"e2e-fail","steps":2,"outcome":"fail"}}`), 30*time.Second)
 	p, _ := r.json["problem"].(map[string]any)
@@ -35,6 +37,7 @@ func TestFailIsAFailedStateWithATypedProblem(t *testing.T) {
 }
 
 func TestUnknownOutcomeIsSaidOutLoud(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	r := c.poll(c.admit(`{"type":"demo.task","input":{"target":"e2e-unknown","outcome":"unknown"}}`), 30*time.Second)
 	p, _ := r.json["problem"].(map[string]any)
@@ -44,6 +47,7 @@ func TestUnknownOutcomeIsSaidOutLoud(t *testing.T) {
 }
 
 func TestExportOrdersProducesItsDigest(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	r := c.poll(c.admit(`{"type":"export.orders","input":{"from":"2026-09-01","to":"2026-09-23"}}`), 30*time.Second)
 	// The file the worker generates for this range, as pinned before the worker moved to
@@ -56,6 +60,7 @@ func TestExportOrdersProducesItsDigest(t *testing.T) {
 }
 
 func TestFiftyInParallel(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	const n = 50
 	ids := make([]string, n)
@@ -81,6 +86,7 @@ func TestFiftyInParallel(t *testing.T) {
 }
 
 func TestReplayThroughTheStack(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	key := newKey()
 	body := `{"type":"demo.task","input":{"target":"e2e-replay"}}`
@@ -103,6 +109,7 @@ func TestReplayThroughTheStack(t *testing.T) {
 // a body that is not UTF-8 JSON is 415 and admits nothing, and a method a known path does
 // not have is 405 with Allow.
 func TestContractDetailsThroughTheStack(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	key := newKey()
 	first := c.do(http.MethodPost, "/v1/operations", key, `{"type":"demo.task","input":{"target":"e2e-details"}}`)

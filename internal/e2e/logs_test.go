@@ -14,6 +14,7 @@ import (
 // correlation_id (born at admission from the caller's traceparent) and operation_id, in the
 // field names Powertools uses; its events carry the correlation id too.
 func TestOneOperationsLogsShareItsCorrelationID(t *testing.T) {
+	t.Parallel()
 	if stack.local == nil {
 		return // the log file is the local stack's
 	}

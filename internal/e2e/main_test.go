@@ -2,6 +2,15 @@
 // function binaries as on AWS, on kumo's Lambda Runtime API and Step Functions, with
 // DynamoDB Local and the stream poller. One stack serves the package, on free ports, so two
 // checkouts can run the suite at once.
+//
+// A test that only drives operations of its own, with patience measured in seconds, calls
+// t.Parallel: go test runs those together once every other test has ended, which takes the
+// suite's minutes of waiting on workflows down to the longest of them. A test stays serial
+// when it changes the stack under everyone (pauses the dispatcher or the notifier, kills a
+// function, turns the stream off), counts what the whole stack did (metrics, published
+// events, lists across tenants), times something tightly (a cancel answered within 3 s),
+// or floods the stack (the thousand admissions) so that the others' operations would queue
+// behind it.
 package e2e
 
 import (

@@ -63,6 +63,7 @@ func finalDetail(t *testing.T, id string, version int) map[string]any {
 // Local stack only (it resolves with the local authorizer's operator token): not in
 // localstack/test.sh's portable list.
 func TestEventsOfLargeResults(t *testing.T) {
+	t.Parallel()
 	inline, inlineVersion := unknownThenResolved(t, "large-result-inline", 50<<10)
 	// The largest body the API accepts: its result no longer fits in an event.
 	omitted, omittedVersion := unknownThenResolved(t, "large-result-omitted", bodyFilling(admission.MaxBodyBytes))

@@ -23,6 +23,7 @@ import (
 //   - the facts are one legal history with exactly one terminal fact, and the operation
 //     let go of its target (a new operation on the same target is admitted).
 func TestCancelRacingTheLifecycleUnderConflicts(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	run := time.Now().UnixNano()
 	const n = 24

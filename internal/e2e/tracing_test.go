@@ -100,6 +100,7 @@ func readSpans(t *testing.T) []span {
 // (dispatcher) are spans, each under its invocation's span and over its AWS calls' spans,
 // and the dispatch links to the admission: the stream between them carries the link.
 func TestTracingLinksTheAdmissionToItsDispatch(t *testing.T) {
+	t.Parallel()
 	if stack.local == nil || tracePath == "" {
 		return // the trace file is the local stack's
 	}

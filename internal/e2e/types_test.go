@@ -67,6 +67,7 @@ func TestThirdTypeRunsEndToEnd(t *testing.T) {
 // Every way a worker's step can end, and every limit longrun enforces around it, ends in
 // the documented state.
 func TestWorkerEndsInTheDocumentedState(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	cases := []struct {
 		name, body  string
@@ -123,6 +124,7 @@ func TestWorkerCrashMidStepIsUnknown(t *testing.T) {
 // carry the progress. Steps of more than a second each (recorder.ProgressEvery) record
 // their progress as they complete.
 func TestDemoTaskProgress(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	id := c.admit(`{"type":"demo.task","input":{"target":"e2e-progress","steps":5,"sleepMs":1100}}`)
 	var seen []float64
@@ -164,6 +166,7 @@ func TestDemoTaskProgress(t *testing.T) {
 // Discovery serves the definitions the stack was started with: the built-in types and the
 // tests' own.
 func TestDiscoveryServesTheDefinitions(t *testing.T) {
+	t.Parallel()
 	c := alice(t)
 	r := c.do(http.MethodGet, "/v1/operation-types", "", "")
 	items, _ := r.json["items"].([]any)

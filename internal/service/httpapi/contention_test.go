@@ -53,7 +53,7 @@ func parallelN(n, concurrency int, call func(i int) res) []res {
 // 64 identical first requests, 50 times: every racer gets 202 with the one operation's body.
 func TestIdenticalRacersUnderConflicts(t *testing.T) {
 	var proxy *conflictproxy.Proxy
-	identicalRacers(t, newEnv(t, withConflicts(&proxy)), proxy, 50)
+	identicalRacers(t, newEnv(t, withConflicts(&proxy)), proxy, 10)
 }
 
 // slowStore is the latency of the slow-store tests: with the 2 s time budget the retries

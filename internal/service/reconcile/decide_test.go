@@ -26,6 +26,7 @@ func (c counted) Add(name, _ string, value float64, _ ...string) { c[name] += va
 // knew more: nothing is recorded, and nothing is reported or counted as recorded, though
 // the attempt that lost the race had decided to record.
 func TestDecidesNothingOnAnOperationThatMovedSinceItLooked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	for _, c := range []struct {

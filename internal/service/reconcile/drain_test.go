@@ -92,6 +92,7 @@ func (f *fixture) due() map[string]reconcile.DueItem {
 // allow it: page after page, paced, ten pages of 100 and a last one that finds nothing. The
 // clock says the run took what the rate makes of 1,000 dispatches, within its budget.
 func TestABacklogDrainsInOneRun(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.r.MaxPerRun = 100
 	ids := f.acceptedMany(1000)
@@ -116,6 +117,7 @@ func TestABacklogDrainsInOneRun(t *testing.T) {
 // budget (reconcile.Drain's arithmetic, which docs/capacity.md quotes), leaves the rest due as
 // they were, and the next run goes on with them. Four at a time changes nothing in the count.
 func TestARunDispatchesWhatItsBudgetAndRateAllow(t *testing.T) {
+	t.Parallel()
 	const backlog = 120 // more than a run's 50
 	f := newFixture(t)
 	f.r.MaxPerRun = 100
@@ -160,6 +162,7 @@ func TestARunDispatchesWhatItsBudgetAndRateAllow(t *testing.T) {
 // (a dispatch, a continuation) and none for a look; the DescribeExecution limiter for one per
 // look and none for a start. Limiters that never refill show the count.
 func TestPacingTakesOneTokenPerCall(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for range 10 {
 		f.accepted()
@@ -286,6 +289,7 @@ func TestAThrottledDispatchStopsTheRunsDispatching(t *testing.T) {
 // After a throttle the run reads no further page: the rest of the index is, oldest first,
 // more of the backlog, which it would only leave due again.
 func TestAThrottledRunReadsNoFurtherPage(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.r.MaxPerRun = 10
 	f.acceptedMany(30)
@@ -320,6 +324,7 @@ func (e *throttledLooks) DescribeRef(context.Context, string) (reconcile.Executi
 // A throttled look stops the run's looks, not its dispatches: DescribeExecution is another
 // bucket. The running operations are left due, their attempts untouched.
 func TestAThrottledLookStopsOnlyTheLooks(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	looks := &throttledLooks{Executions: f.exec}
 	f.r.Executions = looks
@@ -349,6 +354,7 @@ func TestAThrottledLookStopsOnlyTheLooks(t *testing.T) {
 // for the reconciler at its dispatch lease after admission, which dispatches it in the next
 // run once Step Functions has tokens again.
 func TestAStreamRecordThrottledUntilTheMappingGivesUpIsDispatchedByTheReconciler(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	letters := &recordedLetters{}
 	d, err := dispatch.New(dispatch.Dispatcher{Store: f.store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: letters,
@@ -422,6 +428,7 @@ func (l *recordedLetters) count() int {
 // A wait for a token that the invocation's end cuts short is no operation's failure either:
 // the run ends there, and what it did not dispatch stays due, its attempts untouched.
 func TestAWaitCutShortEndsTheRunWithoutFailingWork(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ids := f.acceptedMany(3)
 	f.clock.Advance(leases.Dispatch + time.Second)

@@ -177,6 +177,7 @@ func (f *fixture) started(running bool) string {
 }
 
 func TestAcceptedIsDispatchedOnceWhenDue(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.accepted()
 	if sum := f.run(); sum.Examined != 0 {
@@ -195,6 +196,7 @@ func TestAcceptedIsDispatchedOnceWhenDue(t *testing.T) {
 }
 
 func TestHealthyRunningIsLeftAloneAndBacksOff(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	f.clock.Advance(leases.Check + time.Second)
@@ -218,6 +220,7 @@ func TestHealthyRunningIsLeftAloneAndBacksOff(t *testing.T) {
 // An execution stopped behind the system's back is noticed and recorded: work that never
 // started failed without effect; work in progress has an unknown outcome.
 func TestExecutionEndedWithoutOutcome(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	notStarted, inProgress := f.started(false), f.started(true)
 	for _, id := range []string{notStarted, inProgress} {
@@ -242,6 +245,7 @@ func TestExecutionEndedWithoutOutcome(t *testing.T) {
 // ended when the Run handed over (its output a decision, not an outcome), and only how the
 // latest one is doing counts.
 func TestTheLatestExecutionIsWatched(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		for _, tc := range []struct {
 			latest reconcile.Status
@@ -273,6 +277,7 @@ func TestTheLatestExecutionIsWatched(t *testing.T) {
 // An execution that finished but whose outcome was never recorded: the outcome it reported
 // is recorded.
 func TestSucceededExecutionOutcomeIsRecorded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	f.finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","gate":{"decision":`+firstStep(id)+`},"task":{"report":{"status":"succeeded","result":{"n":3}}}}`))
@@ -287,6 +292,7 @@ func TestSucceededExecutionOutcomeIsRecorded(t *testing.T) {
 // an output the recorder never sealed: nothing in it is recorded, and the work is carried on
 // from the operation's facts in the next execution, whose input carries nothing of it.
 func TestAForgedExecutionOutputIsNotRecorded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	f.exec.Finish(id, reconcile.Succeeded, []byte(`{"operationId":"`+id+`","gate":{"decision":`+firstStep(id)+
@@ -320,6 +326,7 @@ func (f *fixture) cancel(id string) {
 // so that step's effect may still complete after the stop: the honest outcome is
 // outcome_unknown, never canceled (which would free the target while the step acts).
 func TestCancellingMidStepThatDoesNotStopIsStoppedAsUnknown(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	f.cancel(id)
@@ -335,6 +342,7 @@ func TestCancellingMidStepThatDoesNotStopIsStoppedAsUnknown(t *testing.T) {
 
 // The same without any started step: nothing can have acted, so the stop is the cancel.
 func TestCancellingBeforeAnyStepThatDoesNotStopIsCanceled(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(false)
 	f.cancel(id)
@@ -351,6 +359,7 @@ func TestCancellingBeforeAnyStepThatDoesNotStopIsCanceled(t *testing.T) {
 // AWS: the Record state ran out of retries and failed the execution) had a step started:
 // the outcome is unknown, not canceled.
 func TestCancellingWhoseExecutionFailedMidStepIsUnknown(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	f.cancel(id)
@@ -365,6 +374,7 @@ func TestCancellingWhoseExecutionFailedMidStepIsUnknown(t *testing.T) {
 // Issue #12, defect 5 (the reconciler's half): a dispatched operation that never started a
 // step and is stopped at its deadline provably did nothing: failed, not outcome_unknown.
 func TestDeadlineStopOfWorkThatNeverStartedIsFailed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(false)
 	f.pastDeadline(id)
@@ -376,6 +386,7 @@ func TestDeadlineStopOfWorkThatNeverStartedIsFailed(t *testing.T) {
 
 // Every run counts the operations waiting for an operator, for the alarm on their number.
 func TestRunCountsUnknownOutcomes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	f.exec.Finish(id, reconcile.Aborted, nil)
@@ -389,6 +400,7 @@ func TestRunCountsUnknownOutcomes(t *testing.T) {
 }
 
 func TestStuckPastDeadlineIsStoppedAsUnknown(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	f.pastDeadline(id)
@@ -399,6 +411,7 @@ func TestStuckPastDeadlineIsStoppedAsUnknown(t *testing.T) {
 }
 
 func TestWorkPerRunIsBounded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for range 5 {
 		f.accepted()
@@ -451,6 +464,7 @@ func awsEndWhenRecordFails(t *testing.T, id, report string) (reconcile.Status, [
 // worker reported must still be recorded, as what happened, by the reconciler: a success
 // stays a success, and a cancel the worker honoured stays canceled, never outcome_unknown.
 func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, report string
 		cancel       bool
@@ -479,6 +493,7 @@ func TestKnownOutcomeSurvivesARecorderThatKeepsFailing(t *testing.T) {
 // The run's log lines are what the stack's alarms read (construct/alarms.go): an operation
 // recorded outcome_unknown, and the count of those waiting for an operator.
 func TestLogLinesTheAlarmsRead(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var buf bytes.Buffer
 	f.r.Log = slog.New(lambdalog.New(&buf, "longrun-reconciler", slog.LevelInfo)) // as the function logs
@@ -513,6 +528,7 @@ func firstStep(id string) string {
 
 // The line about each operation carries its operation and correlation ids.
 func TestReconciledLineCarriesTheCorrelationID(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var buf bytes.Buffer
 	f.r.Log = slog.New(lambdalog.New(&buf, "longrun-reconciler", slog.LevelInfo))
@@ -561,6 +577,7 @@ func (f *fixture) executionInput(name string) (recorder.Input, bool) {
 // state the last one held: a step that asked to continue goes on, and a Run that never ran
 // starts over, rather than failing accepted work or calling its outcome unknown.
 func TestACaughtRunIsCarriedOn(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, output string
 		step         int // the step the carried-on execution's state was for
@@ -607,6 +624,7 @@ func TestACaughtRunIsCarriedOn(t *testing.T) {
 // The next execution a Run could not start (Step Functions refused it) is in its
 // execution's output: the reconciler starts it, on the state machine it was for.
 func TestAPendingContinuationIsStarted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	out := `{"operationId":"` + id + `","gate":{"decision":{"next":"wait","waitSeconds":20,"request":{"operationId":"` + id +
@@ -655,6 +673,7 @@ func (f *fixture) idle() string {
 // retry it made while that Run ran, and the Run will record the end. Once the lease runs
 // out with nobody to record it, the work is carried on.
 func TestNothingIsDecidedWhileAStepIsLeased(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	f.leased(id, "run-1", f.clock.Now().Add(3*time.Minute))
@@ -674,6 +693,7 @@ func TestNothingIsDecidedWhileAStepIsLeased(t *testing.T) {
 // step is in flight (the lease was released): canceled, or failed, never outcome_unknown,
 // although work had started. While a step is leased it stays outcome_unknown.
 func TestAStopWithNoStepInFlightIsKnown(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		leased bool
@@ -714,6 +734,7 @@ func TestAStopWithNoStepInFlightIsKnown(t *testing.T) {
 // An execution that ended without an outcome while no step was in flight failed the work
 // plainly: nothing can have acted unseen, so its outcome is not unknown.
 func TestAnEndWithNoStepInFlightIsNotUnknown(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.idle()
 	f.exec.Finish(id, reconcile.Aborted, nil)
@@ -728,6 +749,7 @@ func TestAnEndWithNoStepInFlightIsNotUnknown(t *testing.T) {
 // soon as the cancel is recorded, nothing is in flight, so the reconciler stops the waiting
 // execution and records canceled. Before the cancel, the waiting operation is not looked at.
 func TestACancelDuringAWaitIsCanceledAtOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	until := f.clock.Now().Add(6 * time.Hour)
@@ -753,6 +775,7 @@ func TestACancelDuringAWaitIsCanceledAtOnce(t *testing.T) {
 // itself (its Run throttled in its turn): the next look goes on from where it ended, in the
 // execution after it, rather than finding it already there and doing nothing for ever.
 func TestACarriedOnExecutionThatEndedUnnamedIsFollowed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.started(true)
 	caught := func(k int) []byte {
@@ -792,6 +815,7 @@ func older() *optype.Registry {
 // healthy operation, and records nothing: no execution is started, stopped or judged. Once
 // the update reaches it, the work goes on as if nothing had happened.
 func TestAnUnknownTypeWaitsForAFunctionThatServesIt(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	accepted, dispatched, running := f.accepted(), f.started(false), f.started(true)
 	leased := f.idle() // no step in flight
@@ -835,6 +859,7 @@ func TestAnUnknownTypeWaitsForAFunctionThatServesIt(t *testing.T) {
 // flight, which says whether any ran; outcome_unknown only when one may be (a history from
 // before leases, once started). A step still leased is waited for.
 func TestAnUnknownTypeIsSettledOnlyPastItsDeadline(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		setup  func(f *fixture) string
@@ -898,6 +923,7 @@ func TestAnUnknownTypeIsSettledOnlyPastItsDeadline(t *testing.T) {
 // after the cancel lease, as for any type, when no step is in flight: canceled, since
 // nothing can act after it is recorded. It does not wait for the deadline.
 func TestACancelOfAnUnknownTypeIsCanceled(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.idle()
 	f.serve(older())
