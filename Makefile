@@ -46,7 +46,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
 NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost scale test unit later later-go e2e nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost scale test unit later later-go e2e stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -245,6 +245,14 @@ example: deps ddb-install node-install
 # tests run on both kinds, dynamotest.EachStore).
 e2e-plain:
 	LONGRUN_E2E_CONFLICTS=0 $(GO) test -count=1 ./internal/e2e/
+
+# The concurrency tests, STRESS_COUNT times in a row each, with every core kept busy beside
+# them (cmd/stress lists them by package; `go run ./cmd/stress -h`): how often each passes on
+# a loaded machine. Not in `make test`: 20 runs take most of an hour.
+STRESS_COUNT ?= 20
+STRESSFLAGS  ?=
+stress: deps ddb-install
+	$(GO) run ./cmd/stress -count $(STRESS_COUNT) $(STRESSFLAGS)
 
 # Short fixed fuzz runs of the parsers that face clients.
 fuzz:

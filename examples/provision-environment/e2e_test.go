@@ -23,6 +23,7 @@ import (
 // operation by its project: "lossy" drops the answer to a create it committed, "slow" is
 // never ready.
 func TestProvisionEnvironmentEndToEnd(t *testing.T) {
+	t.Parallel() // its stack takes free ports, beside the other test's
 	fake := &provisioner.Fake{ReadyAfter: 2}
 	slow := &provisioner.Fake{ReadyAfter: 1 << 30, Prefix: "slow-"}
 	prov := httptest.NewServer(route(fake, slow))

@@ -26,6 +26,7 @@ import (
 // with its URL. Everything takes free ports (RUNFLAGS' -api, -edge and -worker-env), so the
 // test runs beside a developer's `make run` or another checkout's tests.
 func TestMakeRunServesTheTypes(t *testing.T) {
+	t.Parallel() // its stack takes free ports, beside the other test's
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/longrun-dev/longrun").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 // Operators see every tenant's operations in outcome_unknown, oldest first, page by page;
 // one leaves the list when it is resolved (issue #12: an operator list of them).
 func TestUnknownOutcomesAcrossTenants(t *testing.T) {
+	t.Parallel()
 	store, _, _ := newStore(t)
 	ctx := context.Background()
 	var ids []string

@@ -13,6 +13,7 @@ import (
 // names another Run or none, each later step right after the one before; a second take of
 // the same end, a step skipped, and a late take of an earlier Run's step are refused.
 func TestAStepsEndIsTakenOnceInOrder(t *testing.T) {
+	t.Parallel()
 	client, _ := dynamotest.NewClient(t)
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
 	ctx := context.Background()

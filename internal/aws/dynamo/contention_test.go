@@ -49,6 +49,7 @@ func race(store *dynamo.Store, intents []admission.Intent, concurrency int) ([]*
 // Under real transaction conflicts, 64 identical first requests converge on one operation:
 // exactly one creates it, every other learns its record. None gets 503.
 func TestIdenticalRacersConvergeUnderConflicts(t *testing.T) {
+	t.Parallel()
 	store, proxy := newConflictStore(t)
 	for trial := range 5 {
 		key := fmt.Sprintf("k%d", trial)
@@ -84,6 +85,7 @@ func TestIdenticalRacersConvergeUnderConflicts(t *testing.T) {
 // Different bodies on one key: one creates, every other sees the winner's fingerprint (the
 // service answers those 409).
 func TestDifferentBodiesOneKeyUnderConflicts(t *testing.T) {
+	t.Parallel()
 	store, _ := newConflictStore(t)
 	intents := make([]admission.Intent, 16)
 	for i := range intents {
@@ -109,6 +111,7 @@ func TestDifferentBodiesOneKeyUnderConflicts(t *testing.T) {
 // One tenant's admissions of distinct keys and targets do not serialize on one quota item:
 // 400 at concurrency 32 under conflicts all succeed.
 func TestOneTenantDistinctAdmissionsUnderConflicts(t *testing.T) {
+	t.Parallel()
 	store, proxy := newConflictStore(t)
 	intents := make([]admission.Intent, 400)
 	for i := range intents {
@@ -127,6 +130,7 @@ func TestOneTenantDistinctAdmissionsUnderConflicts(t *testing.T) {
 // The quota holds exactly across its shards, under conflicts: with a limit of 50, 50 of 120
 // distinct admissions are admitted and 70 are over quota; freeing one slot admits one more.
 func TestQuotaHoldsExactlyUnderConflicts(t *testing.T) {
+	t.Parallel()
 	for _, limit := range []int{50, 40, 7} {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) { quotaHoldsExactly(t, limit) })
 	}
@@ -179,6 +183,7 @@ func quotaHoldsExactly(t *testing.T, limit int) {
 // Racing appends on one operation under conflicts: exactly one of eight writers that read
 // the same version wins; the others learn they lost (ErrConflict), never 503.
 func TestAppendRaceUnderConflicts(t *testing.T) {
+	t.Parallel()
 	store, _ := newConflictStore(t)
 	ctx := context.Background()
 	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {
@@ -217,6 +222,7 @@ func TestAppendRaceUnderConflicts(t *testing.T) {
 // alice's fourth active operation is over quota while bob, of the same tenant, still admits;
 // alice's first ending frees her place.
 func TestCallerQuotaBesideTheTenantQuota(t *testing.T) {
+	t.Parallel()
 	store, _, _ := newStore(t)
 	ctx := context.Background()
 	as := func(principal, id string) admission.Intent {
@@ -255,6 +261,7 @@ func TestCallerQuotaBesideTheTenantQuota(t *testing.T) {
 // shard, then none: 3+3 > 5), two weight-1 ones fill the gaps, and ending a weight-3 one
 // makes room for another. Racing, behind the conflict proxy.
 func TestQuotaWeightTakesAndFreesThatManySlots(t *testing.T) {
+	t.Parallel()
 	store, _ := newConflictStore(t)
 	store.QuotaShards = 2
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 // conflict proxy. The in-memory store that the decisions' tests run on passes the same
 // assertions (internal/testkit/memstore), so the two cannot drift apart unnoticed.
 func TestStoreContract(t *testing.T) {
+	t.Parallel()
 	dynamotest.EachStore(t, func(t *testing.T, client *dynamodb.Client) {
 		storetest.Run(t, func(t *testing.T) storetest.Store {
 			return dynamo.New(client, dynamotest.NewTable(t, client))

@@ -14,6 +14,7 @@ import (
 // without one has no attribute. The admission's traceparent is recorded in the fact too
 // (the dispatcher links to it), and an operation admitted without one reads as before.
 func TestCorrelationIDIsKept(t *testing.T) {
+	t.Parallel()
 	store, client, table := newStore(t)
 	ctx := context.Background()
 	in := intent("op_01JDY3Q4W5E6R7T8Y9V0CORR01", "k-corr", "demo:corr")

@@ -13,6 +13,7 @@ import (
 // (issue #12): with 150 due operations in one shard and one in each other shard, a run of
 // 100 includes every other shard's operation, whatever minute it runs in.
 func TestDueIsFairAcrossShards(t *testing.T) {
+	t.Parallel()
 	store, _, _ := newStore(t)
 	ctx := context.Background()
 	flood := dynamo.DueShardOf("op_flood_0")

@@ -14,6 +14,7 @@ import (
 // can craft one: cursors are base64url JSON) is a 400, not a 500 from DynamoDB refusing the
 // start key (issue #12, low findings).
 func TestCraftedCursorIs400(t *testing.T) {
+	t.Parallel()
 	store, _, _ := newStore(t)
 	for _, after := range []string{"", "x", "op_not-an-id", "OP#op_01ARYZ6S410000000000000000"} {
 		crafted := dynamo.CraftCursor("acme", "alice", "|", after)
@@ -31,6 +32,7 @@ func TestCraftedCursorIs400(t *testing.T) {
 // The contract bounds a cursor (api/openapi.yaml, maxLength of cursor and nextCursor): one
 // this store writes for the longest scope and filters fits, and a longer one is refused.
 func TestCursorFitsItsBound(t *testing.T) {
+	t.Parallel()
 	tenant := strings.Repeat("t", 256)                                               // a Cognito custom:tenant's maxLen
 	principal := "arn:aws:iam::123456789012:role/" + strings.Repeat("p/", 255) + "r" // an IAM role's path and name, at their limits
 	filters := "outcome_unknown|" + strings.Repeat("a", 64)                          // the longest state and type name

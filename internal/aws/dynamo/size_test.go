@@ -19,6 +19,7 @@ import (
 // The store counts an item's size as the cost model's calculator does: it decides by it
 // what the projection carries without a write unit more.
 func TestItemSizeIsTheMeters(t *testing.T) {
+	t.Parallel()
 	client, _ := dynamotest.NewClient(t)
 	table := dynamotest.NewTable(t, client)
 	store := dynamo.New(client, table)

@@ -118,6 +118,7 @@ func typical(t *testing.T, m *metered, id string, at time.Time) ddbmeter.Totals 
 // one of 300: the projection (and the accepted fact when the admission does not fit in it),
 // never the history, which the meter sees grow when Facts reads it.
 func TestLoadReadsTheSameWhateverTheHistory(t *testing.T) {
+	t.Parallel()
 	m := newMetered(t)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
@@ -231,6 +232,7 @@ func (l *ledger) dollars(u ddbmeter.Usage) float64 {
 // covering the next), taking the lease with the started fact and ending with the outcome;
 // and two status reads by the client. A slower run records a progress fact per step.
 func TestSnapshotCostOfATypicalOperation(t *testing.T) {
+	t.Parallel()
 	prices, err := cost.ListPrices()
 	if err != nil {
 		t.Fatal(err)

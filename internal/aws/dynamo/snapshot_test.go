@@ -248,6 +248,7 @@ func loadCalls(counter *dynamotest.Counter) []string {
 // the accepted fact when the admission did not fit) equals the fold of every fact, field for
 // field, and reads no more than those two items.
 func TestLoadEqualsTheFoldOfTheFacts(t *testing.T) {
+	t.Parallel()
 	countedStores(t, func(t *testing.T, client *dynamodb.Client, counter *dynamotest.Counter) {
 		store := dynamo.New(client, dynamotest.NewTable(t, client))
 		ctx := context.Background()
@@ -338,6 +339,7 @@ func TestLoadEqualsTheFoldOfTheFacts(t *testing.T) {
 // operation.Operation or operation.Admission fails here until the snapshot (snapshot.go)
 // carries it, or Load would silently leave it empty.
 func TestSnapshotKnowsEveryFieldOfTheFold(t *testing.T) {
+	t.Parallel()
 	var names []string
 	var walk func(prefix string, ty reflect.Type)
 	walk = func(prefix string, ty reflect.Type) {
@@ -378,6 +380,7 @@ func metaItem(t *testing.T, client *dynamodb.Client, table, id string) map[strin
 // of an older version than its projection (a writer of the previous release appended since,
 // updating the rest of the item and leaving the snapshot as it was).
 func TestLoadFoldsAProjectionWithoutItsSnapshot(t *testing.T) {
+	t.Parallel()
 	client, counter := dynamotest.NewClient(t)
 	table := dynamotest.NewTable(t, client)
 	store := dynamo.New(client, table)
@@ -513,6 +516,7 @@ func (b *recordingBus) Publish(_ context.Context, evs []notify.Event) ([]bool, e
 // snapshot now) and publishes the representation only, and the lists read the
 // representation only. None of them shows a provider identifier or a Run.
 func TestSnapshotIsNeverPublished(t *testing.T) {
+	t.Parallel()
 	client, _ := dynamotest.NewClient(t)
 	table := dynamotest.NewTable(t, client)
 	store := dynamo.New(client, table)
@@ -583,6 +587,7 @@ func TestSnapshotIsNeverPublished(t *testing.T) {
 // history, which no retry gets past, not a conflict with another writer (which
 // TestAppendIsOptimistic holds to ErrConflict).
 func TestAFactTheProjectionDoesNotCountIsAMalformedHistory(t *testing.T) {
+	t.Parallel()
 	client, _ := dynamotest.NewClient(t)
 	table := dynamotest.NewTable(t, client)
 	store := dynamo.New(client, table)

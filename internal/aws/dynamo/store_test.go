@@ -54,6 +54,7 @@ func count(t *testing.T, client *dynamodb.Client, table string) int {
 }
 
 func TestAdmitWritesEverythingOnce(t *testing.T) {
+	t.Parallel()
 	store, client, table := newStore(t)
 	ctx := context.Background()
 	existing, err := store.Admit(ctx, intent("op_1", "k1", "demo:a"))
@@ -75,6 +76,7 @@ func TestAdmitWritesEverythingOnce(t *testing.T) {
 // A replay of a still-active operation fails two conditions at once (the key and the lock
 // it holds itself): the key must win, or every replay would look like target_busy.
 func TestReplayOfActiveOperationReturnsRecordNotTargetBusy(t *testing.T) {
+	t.Parallel()
 	store, client, table := newStore(t)
 	ctx := context.Background()
 	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {
@@ -93,6 +95,7 @@ func TestReplayOfActiveOperationReturnsRecordNotTargetBusy(t *testing.T) {
 }
 
 func TestTargetBusyAndQuota(t *testing.T) {
+	t.Parallel()
 	store, client, table := newStore(t)
 	ctx := context.Background()
 	first := intent("op_1", "k1", "demo:a")
@@ -116,6 +119,7 @@ func TestTargetBusyAndQuota(t *testing.T) {
 }
 
 func TestAppendIsOptimistic(t *testing.T) {
+	t.Parallel()
 	store, _, _ := newStore(t)
 	ctx := context.Background()
 	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {
@@ -169,6 +173,7 @@ func TestAppendIsOptimistic(t *testing.T) {
 }
 
 func TestLoadMissingIsNotFound(t *testing.T) {
+	t.Parallel()
 	store, _, _ := newStore(t)
 	if _, err := store.Load(context.Background(), "op_nope"); problem.CodeOf(err) != problem.NotFound {
 		t.Fatalf("err = %v", err)
@@ -188,6 +193,7 @@ func meta(t *testing.T, client *dynamodb.Client, table, id string) map[string]ty
 // The projection is the same fold as a read, written in the transaction of each fact; it
 // carries a due time exactly while there is something to reconcile.
 func TestProjectionFollowsTheFold(t *testing.T) {
+	t.Parallel()
 	store, client, table := newStore(t)
 	ctx := context.Background()
 	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {
@@ -225,6 +231,7 @@ func TestProjectionFollowsTheFold(t *testing.T) {
 // consumers), not a transient failure to retry until the record expires: for Facts, and for
 // Load when it folds the facts (a projection without a snapshot) or reads the accepted fact.
 func TestUnreadableFactIsAMalformedHistory(t *testing.T) {
+	t.Parallel()
 	store, client, table := newStore(t)
 	ctx := context.Background()
 	if _, err := store.Admit(ctx, intent("op_1", "k1", "demo:a")); err != nil {

@@ -22,6 +22,7 @@ var opIDPattern = regexp.MustCompile(`^op_[0-9A-HJKMNP-TV-Z]{26}$`)
 
 // Row 1: a valid new key creates exactly one operation.
 func TestNewKeyCreatesOneOperation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.admit("8e03978e-40d5-43e8-bc93-6894a57f9324", `{"type": "export.orders", "input": {"from": "2026-09-01", "to": "2026-09-23"}}`)
 	if r.status != http.StatusAccepted {
@@ -53,6 +54,7 @@ func TestNewKeyCreatesOneOperation(t *testing.T) {
 // Row 2: same key and same canonical request within the window replays the first
 // response byte for byte and writes nothing.
 func TestSameKeySameRequestReplays(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.admit("k-replay", demo("a"))
 	before := e.snapshot()
@@ -77,6 +79,7 @@ func TestSameKeySameRequestReplays(t *testing.T) {
 }
 
 func TestNumberSpellingsAreOneRequest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.admit("k-num", `{"type":"demo.task","input":{"target":"n","steps":1,"sleepMs":0}}`)
 	for _, spelling := range []string{`1.0`, `1e0`, `10e-1`, `1.00`} {
@@ -94,6 +97,7 @@ func TestNumberSpellingsAreOneRequest(t *testing.T) {
 // was. A fingerprint over the key alone would replay instead and fail here; 429 would fail
 // on the status.
 func TestSameKeyDifferentRequestIs409(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.admit("k-reuse", `{"type":"demo.task","input":{"target":"r","steps":2}}`)
 	before := e.snapshot()
@@ -119,6 +123,7 @@ func TestSameKeyDifferentRequestIs409(t *testing.T) {
 // Row 4: after the window a key admits a new operation. Expiry is decided by the write's
 // condition on the absolute UTC instant, not by TTL deletion (DynamoDB Local deletes late).
 func TestSameKeyAfterExpiryCreatesNewOperation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.admit("k-exp", demo("exp"))
 	id := first.json["operationId"].(string)
@@ -149,6 +154,7 @@ func TestSameKeyAfterExpiryCreatesNewOperation(t *testing.T) {
 // Expiry is an absolute instant: the clock's time zone must not move it. An implementation
 // that computes expiry from local wall-clock fields is off by the zone's offset here.
 func TestExpiryIgnoresTimeZones(t *testing.T) {
+	t.Parallel()
 	east := time.FixedZone("UTC+14", 14*3600)
 	west := time.FixedZone("UTC-12", -12*3600)
 	e := newEnv(t)
@@ -177,6 +183,7 @@ func TestExpiryIgnoresTimeZones(t *testing.T) {
 // Row 5: missing, empty, repeated or invalid keys are 400 and write nothing — and cost no
 // DynamoDB call at all.
 func TestInvalidKeysAre400(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := e.snapshot()
 	e.calls.Reset()
@@ -211,6 +218,7 @@ func TestInvalidKeysAre400(t *testing.T) {
 
 // Row 6: identical first requests racing make exactly one operation and identical bodies.
 func TestConcurrentIdenticalFirstRequests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const n = 64
 	results := parallel(n, func(int) res { return e.admit("k-race", demo("race")) })
@@ -233,6 +241,7 @@ func TestConcurrentIdenticalFirstRequests(t *testing.T) {
 
 // One key, sixteen different bodies at once: one operation, fifteen 409s.
 func TestConcurrentDifferentBodiesOneKey(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const n = 16
 	results := parallel(n, func(i int) res { return e.admit("k-mixed", demo(fmt.Sprintf("mixed-%d", i))) })
@@ -255,6 +264,7 @@ func TestConcurrentDifferentBodiesOneKey(t *testing.T) {
 // Row 7: a new key on a target that has an active operation is 409 target_busy; locks are
 // per scope, so another tenant is not blocked. The lock is released with the terminal fact.
 func TestTargetBusy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.admit("k-t1", demo("shared"))
 	before := e.snapshot()
@@ -277,6 +287,7 @@ func TestTargetBusy(t *testing.T) {
 // Row 8: the tenant's active operations at quota is 429 with Retry-After; finishing one
 // frees a slot. Quota is per tenant, so another principal of the same tenant shares it.
 func TestQuotaExceeded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withQuota(2))
 	a := e.admit("q1", demo("q1"))
 	e.do(req{caller: "carol", keys: []string{"q2"}, body: demo("q2")})
@@ -298,6 +309,7 @@ func TestQuotaExceeded(t *testing.T) {
 
 // A client that lost the 202 (the server committed) retries and gets the same operation.
 func TestRetryAfterLostResponse(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	_ = e.admit("k-lost", demo("lost")) // the response never reaches the client
 	retry := e.admit("k-lost", demo("lost"))
@@ -313,6 +325,7 @@ func TestRetryAfterLostResponse(t *testing.T) {
 // Scope comes from the authorizer: the same key from two callers is two operations, and
 // another caller's operation is indistinguishable from a missing one.
 func TestScopeIsolation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	a := e.admit("shared-key", demo("iso"))
 	b := e.do(req{caller: "bob", keys: []string{"shared-key"}, body: demo("iso")})
@@ -370,6 +383,7 @@ func withoutRequestID(b []byte) string {
 }
 
 func TestAnonymousIs401AndWritesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := e.snapshot()
 	wantProblem(t, e.do(req{keys: []string{"k"}, body: demo("anon")}), 401, "unauthenticated")
@@ -379,6 +393,7 @@ func TestAnonymousIs401AndWritesNothing(t *testing.T) {
 
 // Bad bodies are rejected before anything is stored, and cost no DynamoDB call.
 func TestBadBodiesWriteNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := e.snapshot()
 	e.calls.Reset()
@@ -432,6 +447,7 @@ func TestBadBodiesWriteNothing(t *testing.T) {
 // A charset parameter that says UTF-8, in any case or quoted, is accepted; it is not part of
 // the fingerprint, so the same request without it is a replay.
 func TestCharsetUTF8IsAccepted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.do(req{caller: "alice", keys: []string{"k-utf8"}, contentType: "application/json; charset=UTF-8", body: demo("utf8")})
 	if first.status != http.StatusAccepted {
@@ -446,6 +462,7 @@ func TestCharsetUTF8IsAccepted(t *testing.T) {
 }
 
 func TestInvalidInputListsFields(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.admit("k-fields", `{"type":"export.orders","input":{"from":"2026-13-01","extra":1}}`)
 	wantProblem(t, r, 400, "invalid_input")
@@ -460,6 +477,7 @@ func TestInvalidInputListsFields(t *testing.T) {
 }
 
 func TestBodyLimitBoundary(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	pad := func(total int) string {
 		base := `{"type":"demo.task","input":{"target":"x"}}`
@@ -473,6 +491,7 @@ func TestBodyLimitBoundary(t *testing.T) {
 
 // Location and statusUrl keep the stage (or custom-domain base path) the client called.
 func TestStatusURLKeepsBasePath(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.do(req{caller: "alice", keys: []string{"k-stage"}, body: demo("stage"), stagePrefix: "/prod"})
 	id := r.json["operationId"].(string)
@@ -488,6 +507,7 @@ func TestStatusURLKeepsBasePath(t *testing.T) {
 // one after the other is serial every time. So the steps run up to five times, on fresh
 // keys and targets, and one clean run passes.
 func TestOneRoundTripPerAdmission(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var last string
 	for attempt := range 5 {
@@ -537,6 +557,7 @@ func roundTripsPerAdmission(e *env, attempt int) string {
 }
 
 func TestStatusReadIsOneRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.calls.Reset()
 	e.do(req{method: http.MethodGet, path: "/v1/operations/op_01ARYZ6S410000000000000000", caller: "alice"})

@@ -13,6 +13,7 @@ import (
 // The contract's codes are the spec's ErrorCode enum; each has the status the spec's Problem
 // schema ties it to, and a title. A code added on one side only fails here.
 func TestSpecCodesMatchStatusOfAndTitles(t *testing.T) {
+	t.Parallel()
 	v, err := openapitest.New(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +49,7 @@ func TestSpecCodesMatchStatusOfAndTitles(t *testing.T) {
 
 // Every code of the contract has an HTTP status and a title.
 func TestEveryCodeHasAStatusAndATitle(t *testing.T) {
+	t.Parallel()
 	for _, code := range problem.Codes() {
 		if status, title := describe(code); status < 400 || title == "" {
 			t.Errorf("%s: status %d, title %q", code, status, title)

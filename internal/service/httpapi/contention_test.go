@@ -50,8 +50,10 @@ func parallelN(n, concurrency int, call func(i int) res) []res {
 	return results
 }
 
-// 64 identical first requests, 50 times: every racer gets 202 with the one operation's body.
+// 64 identical first requests, 10 times: every racer gets 202 with the one operation's body
+// (`make bench` runs 1,000 such trials, `make stress` this test 20 times in a row).
 func TestIdenticalRacersUnderConflicts(t *testing.T) {
+	t.Parallel()
 	var proxy *conflictproxy.Proxy
 	identicalRacers(t, newEnv(t, withConflicts(&proxy)), proxy, 10)
 }
@@ -63,6 +65,7 @@ const slowStore = 150 * time.Millisecond
 
 // The racers on a slow store, where every request waits 150 ms: still every racer a 202.
 func TestIdenticalRacersOnASlowStore(t *testing.T) {
+	t.Parallel()
 	var proxy *conflictproxy.Proxy
 	identicalRacers(t, newEnv(t, withSlowConflicts(&proxy, slowStore)), proxy, 5)
 }
@@ -96,6 +99,7 @@ func identicalRacers(t *testing.T, e *env, proxy *conflictproxy.Proxy, trials in
 
 // Sixteen bodies on one key: one 202, fifteen 409s naming the first operation.
 func TestDifferentBodiesOneKeyUnderConflicts(t *testing.T) {
+	t.Parallel()
 	var proxy *conflictproxy.Proxy
 	e := newEnv(t, withConflicts(&proxy))
 	results := parallel(16, func(i int) res { return e.admit("k-mixed", demo(fmt.Sprintf("mixed-%d", i))) })
@@ -123,6 +127,7 @@ func TestDifferentBodiesOneKeyUnderConflicts(t *testing.T) {
 // One tenant, default quota, 400 distinct keys and targets at concurrency 32: all admitted,
 // no 5xx. (Before the quota was sharded, 18 of 400 got 202 and 382 got 503.)
 func TestOneTenantAdmits400UnderConflicts(t *testing.T) {
+	t.Parallel()
 	var proxy *conflictproxy.Proxy
 	e := newEnv(t, withConflicts(&proxy))
 	results := parallelN(400, 32, func(i int) res { return e.admit(fmt.Sprintf("k-%d", i), demo(fmt.Sprintf("t-%d", i))) })
@@ -140,12 +145,14 @@ func TestOneTenantAdmits400UnderConflicts(t *testing.T) {
 // The quota holds exactly under conflicts: with a quota of 40, 40 of 100 distinct
 // admissions are 202 and the other 60 are 429, none 5xx.
 func TestQuotaExactUnderConflicts(t *testing.T) {
+	t.Parallel()
 	var proxy *conflictproxy.Proxy
 	quotaExact(t, newEnv(t, withConflicts(&proxy), withQuota(40)), proxy, 40)
 }
 
 // The same on a slow store, where every request waits 150 ms.
 func TestQuotaExactOnASlowStore(t *testing.T) {
+	t.Parallel()
 	var proxy *conflictproxy.Proxy
 	quotaExact(t, newEnv(t, withSlowConflicts(&proxy, slowStore), withQuota(40)), proxy, 40)
 }

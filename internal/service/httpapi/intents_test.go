@@ -46,6 +46,7 @@ func (e *env) append(id string, kinds ...operation.Kind) {
 }
 
 func TestCancelBeforeDispatchIsImmediateAndRepeatable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withQuota(1))
 	id := e.admit("k-c1", demo("c1")).json["operationId"].(string)
 	r := e.cancel(id, "alice")
@@ -65,6 +66,7 @@ func TestCancelBeforeDispatchIsImmediateAndRepeatable(t *testing.T) {
 }
 
 func TestCancelWhileRunningAsksTheWorkflowToStop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.admit("k-run", demo("run")).json["operationId"].(string)
 	e.append(id, operation.KindDispatched, operation.KindStarted)
@@ -85,6 +87,7 @@ func TestCancelWhileRunningAsksTheWorkflowToStop(t *testing.T) {
 }
 
 func TestCancelAfterTheEnd(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	done := e.admit("k-done", demo("done")).json["operationId"].(string)
 	e.finish(done)
@@ -102,6 +105,7 @@ func TestCancelAfterTheEnd(t *testing.T) {
 }
 
 func TestCancelIfMatch(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.admit("k-im", demo("im")).json["operationId"].(string)
 	e.append(id, operation.KindDispatched) // version 2
@@ -121,6 +125,7 @@ func TestCancelIfMatch(t *testing.T) {
 }
 
 func TestCancelOfAnotherScopeIsNotFound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.admit("k-x", demo("x")).json["operationId"].(string)
 	before := e.snapshot()
@@ -142,6 +147,7 @@ func (e *env) resolve(id, caller, body string) res {
 }
 
 func TestResolveIsForOperatorsAndUnknownOutcomesOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.admit("k-res", demo("res")).json["operationId"].(string)
 	e.append(id, operation.KindDispatched, operation.KindStarted, operation.KindOutcomeUnknown)
@@ -212,6 +218,7 @@ func idsOf(t *testing.T, r res) []string {
 }
 
 func TestListPagesNewestFirstWithinScope(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var mine []string
 	for i := range 25 {
@@ -253,6 +260,7 @@ func TestListPagesNewestFirstWithinScope(t *testing.T) {
 }
 
 func TestListFilters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var canceled []string
 	for i := range 12 {

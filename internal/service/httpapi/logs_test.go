@@ -60,6 +60,7 @@ func logLines(t *testing.T, out *syncBuffer) []map[string]any {
 // Tokens, signatures and operation inputs never reach the logs, whatever the request and
 // however it ends.
 func TestLogsHoldNoSecretsOrInputs(t *testing.T) {
+	t.Parallel()
 	const (
 		token     = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2VuLXBheWxvYWQ.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg"
 		accessKey = "AKIAIOSFODNN7EXAMPLE"
@@ -102,6 +103,7 @@ func TestLogsHoldNoSecretsOrInputs(t *testing.T) {
 // id), recorded in the accepted fact, and carried by the lines about the operation: its
 // admission and its status reads, whatever those reads' own traceparent.
 func TestCorrelationIDBornAtAdmission(t *testing.T) {
+	t.Parallel()
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	var out syncBuffer
 	e := newEnv(t, logTo(&out))
@@ -138,6 +140,7 @@ func TestCorrelationIDBornAtAdmission(t *testing.T) {
 }
 
 func TestCorrelationIDFromTraceparent(t *testing.T) {
+	t.Parallel()
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	for _, c := range []struct {
 		headers []string

@@ -29,6 +29,7 @@ func hugeExponents() string {
 // value: a 400 that names it, no DynamoDB call, nothing written. (How fast it is refused is
 // BenchmarkHugeExponentsAreRefused's, in internal/core/admission.)
 func TestHugeExponentsAreRefusedAsTheBodyIsParsed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, numberTypes(t))
 	before := e.snapshot()
 	e.calls.Reset()
@@ -55,6 +56,7 @@ func TestHugeExponentsAreRefusedAsTheBodyIsParsed(t *testing.T) {
 // id is refused rather than given a lock of its own (issue #20, item 4: 9007199254740993.0
 // was admitted with the target acct:9007199254740993 and stored as 9007199254740992).
 func TestOneIDOneLockWhateverItsSpelling(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, numberTypes(t))
 	first := e.admit("k-id-1", `{"type":"account.sync","input":{"id":9007199254740992.0}}`)
 	if first.status != http.StatusAccepted || first.json["target"] != "acct:9007199254740992" {

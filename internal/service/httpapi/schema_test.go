@@ -50,6 +50,7 @@ func withTypes(t *testing.T, yaml string) option {
 // Input that its type's JSON Schema refuses is a 400 invalid_input naming the pointer of
 // every failing field, and it writes nothing: not one DynamoDB call is made.
 func TestSchemaValidationIs400WithPointersAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withTypes(t, schemaTypes))
 	for _, tc := range []struct {
 		name, input string
@@ -92,6 +93,7 @@ func TestSchemaValidationIs400WithPointersAndWritesNothing(t *testing.T) {
 // A type's quotaWeight reaches the store: with a quota of 5 slots on one counter, one
 // operation of weight 3 fits and a second is 429 quota_exceeded.
 func TestQuotaWeightFromTheDefinition(t *testing.T) {
+	t.Parallel()
 	weighted := strings.Replace(schemaTypes, "    maxSteps: 10\n", "    maxSteps: 10\n    quotaWeight: 3\n", 1)
 	e := newEnv(t, withTypes(t, weighted), withQuota(5), func(e *env) { e.store.QuotaShards = 1 })
 	body := func(env string) string {

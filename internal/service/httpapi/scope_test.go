@@ -15,6 +15,7 @@ import (
 // Every way API Gateway can tell who called: a Lambda authorizer's context, Cognito claims,
 // or the IAM identity of a SigV4 request. Nothing else counts.
 func TestScopeOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		rc   events.APIGatewayProxyRequestContext
@@ -66,6 +67,7 @@ func cognito(claims map[string]any) events.APIGatewayProxyRequestContext {
 
 // With no app client configured, no Cognito token is accepted at all.
 func TestCognitoNeedsConfiguredClients(t *testing.T) {
+	t.Parallel()
 	rc := cognito(map[string]any{"token_use": "id", "aud": "client-1", "custom:tenant": "acme", "sub": "u-1"})
 	if _, err := (httpapi.Callers{}).Scope(rc); err == nil {
 		t.Fatal("a Cognito token was accepted with no app client configured")
@@ -75,6 +77,7 @@ func TestCognitoNeedsConfiguredClients(t *testing.T) {
 // Operators: the authorizer's role, the Cognito group in an accepted token only, and the IAM
 // identities the deployment lists (a role ARN covers every session of the role).
 func TestIsOperator(t *testing.T) {
+	t.Parallel()
 	callers := httpapi.Callers{CognitoClientIDs: []string{"client-1"},
 		OperatorPrincipals: []string{"arn:aws:iam::111122223333:role/ops/oncall", "arn:aws:iam::111122223333:user/breakglass"}}
 	group := map[string]any{"token_use": "id", "aud": "client-1", "custom:tenant": "acme", "sub": "u-1", "cognito:groups": "[longrun-operators]"}
@@ -117,6 +120,7 @@ func iam(arn string) events.APIGatewayProxyRequestContext {
 // caller: its same-key request replays the first operation instead of creating a second,
 // and it sees that operation. Another role is another caller.
 func TestAssumedRoleSessionsShareAScope(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const (
 		first  = "arn:aws:sts::123456789012:assumed-role/exporter/i-0abc123"

@@ -11,6 +11,7 @@ import (
 
 // A body with hundreds of bad fields gets a bounded list of them.
 func TestFieldErrorListsAreBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := e.snapshot()
 	e.calls.Reset()
@@ -35,6 +36,7 @@ func TestFieldErrorListsAreBounded(t *testing.T) {
 // An integer a double cannot hold exactly is refused with its pointer, so two requests that
 // differ only there never share a fingerprint.
 func TestUnsafeIntegersAreRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := e.snapshot()
 	r := e.admit("k-big-int", `{"type":"demo.task","input":{"target":"x","steps":9007199254740993}}`)
@@ -48,6 +50,7 @@ func TestUnsafeIntegersAreRefused(t *testing.T) {
 // A target that reads like another (bidi override, zero-width space) is refused, and two
 // Unicode spellings of one target are one target: the second is target_busy.
 func TestTargetsAreVisibleAndNormalized(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	before := e.snapshot()
 	for _, target := range []string{`invoice\u202egpj.exe`, `ab\u200bc`} {
@@ -68,6 +71,7 @@ func TestTargetsAreVisibleAndNormalized(t *testing.T) {
 
 // An operator's resolution over 64 KiB is 413 payload_too_large, as admission's is.
 func TestResolveBodyOverLimitIs413(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.admit("k-resolve-big", demo("resolve-big")).json["operationId"].(string)
 	before := e.snapshot()
@@ -81,6 +85,7 @@ func TestResolveBodyOverLimitIs413(t *testing.T) {
 // no-break or ideographic space is a space, a run of spaces is one, full-width letters and
 // digits are ASCII; a Cyrillic letter inside a Latin word is refused, and changes nothing.
 func TestLookAlikeTargetsTakeOneLockOrAreRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	first := e.admit("k-look-alike", demo("build 42"))
 	if first.status != http.StatusAccepted || first.json["target"] != "demo:build 42" {

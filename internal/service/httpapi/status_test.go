@@ -19,6 +19,7 @@ import (
 )
 
 func TestStatusFollowsFacts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.admit("k-status", demo("status")).json["operationId"].(string)
 	get := func() res { return e.do(req{method: http.MethodGet, path: "/v1/operations/" + id, caller: "alice"}) }
@@ -50,6 +51,7 @@ func TestStatusFollowsFacts(t *testing.T) {
 }
 
 func TestFailedAndUnknownCarryAProblem(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -75,6 +77,7 @@ func TestFailedAndUnknownCarryAProblem(t *testing.T) {
 }
 
 func TestUnknownAndMalformedIDsAre404(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, path := range []string{"/v1/operations/op_01ARYZ6S410000000000000000", "/v1/operations/nope", "/v1/operations/op_%00"} {
 		wantProblem(t, e.do(req{method: http.MethodGet, path: path, caller: "alice"}), 404, "not_found")
@@ -87,6 +90,7 @@ func TestUnknownAndMalformedIDsAre404(t *testing.T) {
 // the document declares for the path); an unknown path stays 404, whatever the method.
 // Neither costs a DynamoDB call.
 func TestUnknownMethodIs405(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	id := e.admit("k-405", demo("405")).json["operationId"].(string)
 	before := e.snapshot()
@@ -161,6 +165,7 @@ func conflict(n int) error {
 // DynamoDB Local runs transactions one at a time, so the conflict AWS reports between
 // racing transactions is injected: admission retries it and still admits exactly once.
 func TestTransactionConflictIsRetried(t *testing.T) {
+	t.Parallel()
 	var fc *faultyClient
 	e := newEnv(t, withClient(func(c dynamo.Client) dynamo.Client {
 		fc = &faultyClient{Client: c, fail: func(n int64) error {
@@ -180,6 +185,7 @@ func TestTransactionConflictIsRetried(t *testing.T) {
 // Throttling that outlasts the retries is 503 with Retry-After and writes nothing; the
 // client's retry with the same key then admits the operation once.
 func TestThrottlingIs503AndSafeToRetry(t *testing.T) {
+	t.Parallel()
 	var down atomic.Bool
 	down.Store(true)
 	e := newEnv(t, withClient(func(c dynamo.Client) dynamo.Client {
@@ -205,6 +211,7 @@ func TestThrottlingIs503AndSafeToRetry(t *testing.T) {
 
 // An unexpected failure is 500 with no internal detail.
 func TestInternalErrorsHideTheirCause(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, withClient(func(c dynamo.Client) dynamo.Client {
 		return &faultyClient{Client: c, fail: func(int64) error {
 			return errors.New("ResourceNotFoundException: table longrun-secret-table in account 123456789012")
@@ -224,6 +231,7 @@ func TestInternalErrorsHideTheirCause(t *testing.T) {
 // and 30 s while an operator is needed. So a long operation or a long wait costs its client
 // a bounded number of reads, not one a second.
 func TestPollAfterFollowsTheWork(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 	running := operation.Operation{State: operation.Running, CreatedAt: t0}
 	waiting := running

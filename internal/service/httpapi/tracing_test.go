@@ -25,6 +25,7 @@ const callerTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-
 // no key, input or token; the operation records that span's traceparent for the dispatcher
 // to link to, and a replay leaves it as it was.
 func TestAdmissionSpanIsRecordedWithTheOperation(t *testing.T) {
+	t.Parallel()
 	const marker = "marker-3f9a0c"
 	rec := tracetest.NewSpanRecorder()
 	e := newEnv(t, traceTo(rec))
@@ -101,6 +102,7 @@ func TestAdmissionSpanIsRecordedWithTheOperation(t *testing.T) {
 
 // A 5xx marks the span as an error, a 4xx does not (it is the caller's).
 func TestRequestSpanStatus(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	e := newEnv(t, traceTo(rec))
 	e.handler.Types = nil // discovery answers 500 internal without its registry
@@ -115,6 +117,7 @@ func TestRequestSpanStatus(t *testing.T) {
 // Without a tracer nothing is recorded, whatever the caller sent: the operation has no
 // traceparent (the caller's is not ours to pass on as the admission's).
 func TestNoTracerRecordsNoTraceparent(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	r := e.do(req{caller: "alice", keys: []string{"k-untraced"}, body: demo("untraced"), header: map[string]string{"traceparent": callerTraceparent}})
 	op, err := e.store.Load(context.Background(), r.json["operationId"].(string))

@@ -43,6 +43,7 @@ func deadlineSeconds(t optype.Type) float64 { return math.Ceil(t.Deadline.Second
 // definition; GET of one name serves the same as the list's item. The harness checks every
 // response against the contract (OperationTypeList, OperationType, their headers).
 func TestOperationTypesAreTheRegistrysDefinitions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	reg := e.service.Registry
 	defs := reg.Types()
@@ -90,6 +91,7 @@ func TestOperationTypesAreTheRegistrysDefinitions(t *testing.T) {
 // under the types that is no type's (a name with a slash, none at all) is the 404 of a
 // route the API does not have.
 func TestUnknownOperationTypeIs404(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, name := range []string{"no.such.type", "EXPORT.ORDERS", "export.orders.v2", "export", "demo.task%20"} {
 		r := e.do(req{method: http.MethodGet, path: typesPath + "/" + name, caller: "alice"})
@@ -106,6 +108,7 @@ func TestUnknownOperationTypeIs404(t *testing.T) {
 // Every other method of the types' paths is 405 with Allow: GET (the harness holds Allow to
 // the contract's methods for the path), after the caller is resolved, as on every route.
 func TestOperationTypesUnknownMethodIs405(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, path := range []string{typesPath, typesPath + "/", typesPath + "/export.orders", typesPath + "/no.such.type"} {
 		for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodHead, http.MethodOptions} {
@@ -128,6 +131,7 @@ func TestOperationTypesUnknownMethodIs405(t *testing.T) {
 // Without a registry, discovery refuses to serve (500 internal, the cause in the log) rather
 // than claim no type exists; the other routes are unaffected.
 func TestDiscoveryWithoutTypesIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	var logs bytes.Buffer
 	e.handler.Types = nil
@@ -235,6 +239,7 @@ func validates(t *testing.T, s *jsonschema.Schema, input any) error {
 // unknown member, a missing one) is one admission rejects too (400 invalid_input). So the
 // contract, the served schemas and admission's validation agree.
 func TestAdmissionExamplesSatisfyTheServedInputSchemas(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	examples := admissionExamples(t, e.spec.Doc())
 	if len(examples) < 2 {
@@ -290,6 +295,7 @@ func TestAdmissionExamplesSatisfyTheServedInputSchemas(t *testing.T) {
 // The contract's examples of an OperationType are the built-in types as served, in every
 // member a client acts on (name, version, deadlineSeconds, inputSchema).
 func TestOperationTypeExamplesAreTheServedTypes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	doc := e.spec.Doc()
 	var examples []map[string]any
@@ -364,6 +370,7 @@ func withoutProse(v any) any {
 // event's detail has the same shape; and a progress an operation's facts carry is served
 // as it was reported, validated against the contract by the harness.
 func TestProgressIsTheContractsAndTheEventsProgress(t *testing.T) {
+	t.Parallel()
 	contract, event := progressSchemas(t)
 	if !reflect.DeepEqual(withoutProse(contract), withoutProse(event)) {
 		t.Errorf("the contract's Progress\n%v\nis not the event's progress\n%v", withoutProse(contract), withoutProse(event))

@@ -18,6 +18,7 @@ import (
 // longer defined and a worker asking for more than maxSteps each stop the work with one
 // fact; otherwise the next step's request goes out, now or after the wait asked for.
 func TestDecidesTheGate(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	r := &Recorder{Registry: optype.Builtin(), Leases: operation.DefaultLeases()}
 	running := func(change func(*operation.Operation)) operation.Operation {
@@ -75,6 +76,7 @@ func TestDecidesTheGate(t *testing.T) {
 // reported, or, when its answer is lost or unreadable, an unknown outcome; a step Lambda
 // refused to invoke never ran and is offered again.
 func TestDecidesAStepsEnd(t *testing.T) {
+	t.Parallel()
 	req := &step.Request{OperationID: "op_1", Step: 3, StepTimeoutSeconds: 60}
 	task := func(report string) Input { return Input{Task: &Task{Report: json.RawMessage(report)}} }
 	caught := func(err, cause string) Input { return Input{Error: &TaskError{Error: err, Cause: cause}} }
@@ -122,6 +124,7 @@ func TestDecidesAStepsEnd(t *testing.T) {
 // (nobody had recorded it), the winner recorded that progress with the worker's percent and
 // message, and the end recorded after it must not overwrite them with a bare count.
 func TestDecidesAStepsEndAgainAfterALostRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	s := memstore.New()

@@ -15,6 +15,7 @@ import (
 
 // The worker's step request and the recorder's lines carry the operation's correlation id.
 func TestCorrelationIDReachesTheWorkerAndTheLogs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	var out bytes.Buffer
 	f.rec.Log = slog.New(lambdalog.New(&out, "longrun-recorder", slog.LevelInfo))

@@ -149,6 +149,7 @@ func (f *fixture) deliver(d recorder.Delivery) {
 // done. While a step is out, the Run's lease keeps the token and lasts as long as the Run
 // may; fast steps write no fact of their own.
 func TestParkedRunSendsEachStepAndAnswersOnce(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
 		s := &script{answers: []any{
@@ -206,6 +207,7 @@ func TestParkedRunSendsEachStepAndAnswersOnce(t *testing.T) {
 // Lambda delivers at least once: a second delivery of a step's end, after the first or at
 // the same time, records nothing and sends nothing.
 func TestADeliveryTwiceChangesNothing(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
 		s := &script{answers: []any{`{"status":"continue","state":{"cursor":1}}`, `{"status":"succeeded"}`}, takes: time.Second}
@@ -238,6 +240,7 @@ func TestADeliveryTwiceChangesNothing(t *testing.T) {
 // killed before it returned): the retried Run takes the step over with its own token and
 // sends nothing, and the step's end answers the task that now waits.
 func TestARetriedRunTakesTheStepOver(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
 		s := &script{answers: []any{`{"status":"succeeded","result":{"ok":true}}`}}
@@ -263,6 +266,7 @@ func TestARetriedRunTakesTheStepOver(t *testing.T) {
 // nothing: the step is offered again after a wait, in the operation's next execution, and
 // the workflow hears that through its token.
 func TestAStepNeverRunIsOfferedAgain(t *testing.T) {
+	t.Parallel()
 	for name, refuse := range map[string]bool{"refused when sent": true, "expired in the queue": false} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
@@ -300,6 +304,7 @@ func TestAStepNeverRunIsOfferedAgain(t *testing.T) {
 // A sent step may wait in Lambda's queue as long as an event may live, then run for its
 // stepTimeout: its lease lasts that long, so nobody records a stop while it may still land.
 func TestAParkedLeaseCoversTheQueue(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.rec.MaxEventAge = 15 * time.Minute
 	id := f.newOp()
@@ -315,6 +320,7 @@ func TestAParkedLeaseCoversTheQueue(t *testing.T) {
 // A cancel asked for while a step is out is recorded once the step's end is: the workflow
 // hears done, and the step's end stands recorded before it.
 func TestACancelDuringAParkedStepEndsAtTheNextGate(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	s := &script{answers: []any{`{"status":"continue","progress":{"message":"half"}}`}}
@@ -334,6 +340,7 @@ func TestACancelDuringAParkedStepEndsAtTheNextGate(t *testing.T) {
 // An execution stopped behind the recorder's back goes no further: the step out ends and is
 // recorded, no next step is sent, and no lease is left for the reconciler to wait out.
 func TestAStoppedExecutionSendsNoMoreSteps(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	s := &script{answers: []any{`{"status":"continue","progress":{"message":"one"}}`, `{"status":"succeeded"}`}}
@@ -354,6 +361,7 @@ func TestAStoppedExecutionSendsNoMoreSteps(t *testing.T) {
 // work on (a heartbeat, not DescribeExecution, whose bucket the reconciler needs): one
 // stopped behind its back starts no next execution.
 func TestAStoppedExecutionHandsNothingOn(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	s := &script{answers: []any{`{"status":"continue","delaySeconds":60}`}}
@@ -375,6 +383,7 @@ func TestAStoppedExecutionHandsNothingOn(t *testing.T) {
 // until one is slow, which sends the step after it asynchronously again. Either way each
 // step runs once, and a late second delivery of a step already taken sends nothing.
 func TestFastStepsRunInTheDeliverysInvocation(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
 		s := &script{answers: []any{

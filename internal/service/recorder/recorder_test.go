@@ -134,6 +134,7 @@ func after(d recorder.Decision, report string) recorder.Input {
 func (f *fixture) load(id string) operation.Operation { return dynamotest.Load(f.t, f.store, id) }
 
 func TestFirstStepRequest(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	d := f.handle(recorder.Input{OperationID: id})
@@ -157,6 +158,7 @@ func TestFirstStepRequest(t *testing.T) {
 }
 
 func TestContinueCarriesStateAndRecordsProgress(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	d1 := f.handle(recorder.Input{OperationID: id})
@@ -187,6 +189,7 @@ func TestContinueCarriesStateAndRecordsProgress(t *testing.T) {
 func (f *fixture) decisionFor(d recorder.Decision) *recorder.Decision { return &d }
 
 func TestWaitsArePausesWithIntentCheckedAfterEach(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	d1 := f.handle(recorder.Input{OperationID: id})
@@ -228,6 +231,7 @@ func TestWaitsArePausesWithIntentCheckedAfterEach(t *testing.T) {
 }
 
 func TestGateStopsTheWork(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	cases := []struct {
 		name    string
@@ -264,6 +268,7 @@ func TestGateStopsTheWork(t *testing.T) {
 
 // How a step ended, by every way the workflow can hand it over.
 func TestStepEnds(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	cases := []struct {
 		name  string
@@ -311,6 +316,7 @@ func TestStepEnds(t *testing.T) {
 // the operation to an operator (issue #20, 3). A report with any other fault besides is
 // still not a report.
 func TestOverLongTextInAReportIsCut(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	long := strings.Repeat
 	cut := func(s string, limit int) string { return string([]rune(s)[:limit-1]) + "…" }
@@ -379,6 +385,7 @@ func quote(s string) string {
 // A step Lambda refused to invoke (the workflow's Catch names it as Step Functions does)
 // never ran: nothing is recorded, and the same step is offered again after a wait.
 func TestARefusedStepIsOfferedAgain(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	d1 := f.handle(recorder.Input{OperationID: id})
@@ -414,6 +421,7 @@ func TestARefusedStepIsOfferedAgain(t *testing.T) {
 // or as an error payload in the task result (kumo); the reconciler reads an Unrecorded
 // execution's output the same way.
 func TestOutcomeIsTheSameOnBothPaths(t *testing.T) {
+	t.Parallel()
 	d := recorder.Decision{Next: recorder.NextWork, Request: &step.Request{OperationID: "op_1", Step: 2}}
 	viaCatch := recorder.Input{Gate: &recorder.Gate{Decision: &d}, Error: &recorder.TaskError{Error: "Runtime.ExitError", Cause: `{"errorMessage":"boom"}`}}
 	viaPayload := after(d, `{"errorType":"Runtime.ExitError","errorMessage":"boom"}`)
@@ -444,6 +452,7 @@ func TestOutcomeIsTheSameOnBothPaths(t *testing.T) {
 // the work canceled, never with a step sent after the intent committed unnoticed. On plain
 // DynamoDB Local and behind the conflict proxy.
 func TestRacingGateCallsRecordOnce(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		race := func(n int, in recorder.Input) []recorder.Decision {
 			out := make([]recorder.Decision, n)
@@ -530,6 +539,7 @@ func TestRacingGateCallsRecordOnce(t *testing.T) {
 // the execution while the step was in flight, say) is recorded: the fold lets succeeded
 // and failed settle an unknown outcome. A step that asks to continue goes no further.
 func TestARealEndAfterAnUnknownOutcomeIsRecorded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	unknown := func(id string) {
 		t.Helper()

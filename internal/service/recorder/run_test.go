@@ -137,6 +137,7 @@ func (f *fixture) run(s *script, state recorder.Input) recorder.Decision {
 // One Run runs every step: the workflow is called once, whatever the steps, and the
 // carried state goes from each step to the next in the recorder's hands.
 func TestRunRunsTheStepsInOneInvocation(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
 		s := &script{answers: []any{
@@ -165,6 +166,7 @@ func TestRunRunsTheStepsInOneInvocation(t *testing.T) {
 
 // Steps slower than ProgressEvery record their progress as they complete.
 func TestRunRecordsTheProgressOfSlowSteps(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
 		var seen []int
@@ -192,6 +194,7 @@ func TestRunRecordsTheProgressOfSlowSteps(t *testing.T) {
 // Intent is checked before every step a Run runs: a cancel during step 2 stops the work
 // before step 3, and a failing step records no more steps.
 func TestRunGatesEveryStep(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
 		s := &script{answers: []any{`{"status":"continue"}`, `{"status":"continue"}`, `{"status":"succeeded"}`}}
@@ -221,6 +224,7 @@ func TestRunGatesEveryStep(t *testing.T) {
 // the next execution is recorded, then started, named after the operation and a count, and
 // goes on from the state the Run handed it.
 func TestRunHandsTheWorkOn(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ex := &executions{}
 		f.rec.Executions = ex
@@ -286,6 +290,7 @@ func TestRunHandsTheWorkOn(t *testing.T) {
 // Also when the dispatcher's fact lost the race to the first step's, and so never named the
 // execution: it is the first, named after the operation.
 func TestRunGoesNoFurtherInAStoppedExecution(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		for _, dispatched := range []bool{true, false} {
 			ex := &executions{stopped: map[string]bool{}}
@@ -311,6 +316,7 @@ func TestRunGoesNoFurtherInAStoppedExecution(t *testing.T) {
 
 // How an invocation failed decides the outcome, as the workflow's Catch did before Run.
 func TestRunReadsInvocationFailures(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, tc := range []struct {
 		err   error
@@ -354,6 +360,7 @@ func (s *failingStore) Append(ctx context.Context, op operation.Operation, facts
 // A step's end that cannot be recorded is handed to the workflow (unrecorded), and the
 // reconciler records from it what the recorder would have.
 func TestRunHandsOverAnEndItCannotRecord(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		id := f.newOp()
 		f.rec.Store = &failingStore{recorderStore: f.store, ok: 1} // started, then nothing
@@ -381,6 +388,7 @@ func TestRunHandsOverAnEndItCannotRecord(t *testing.T) {
 // Serve answers a Run call of the workflow, and no longer the workflow before Run (the
 // state alone, which said how a step ended with nothing to tell it from a forgery).
 func TestServeAnswersOnlyRunCalls(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	legacy, _ := json.Marshal(recorder.Input{OperationID: id})
@@ -398,6 +406,7 @@ func TestServeAnswersOnlyRunCalls(t *testing.T) {
 // Two Runs of one execution at once (a retry while the first still runs) hand the work on
 // once: one fact names the next execution, and both name the same one.
 func TestRacingHandBacksRecordOnce(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ex := &executions{}
 		f.rec.Executions = ex
@@ -467,6 +476,7 @@ func (r *refusing) Invoke(_ context.Context, _ string, payload []byte, _ time.Du
 // for it; the Run hands the work on to wait (2 s, then 4 s, …) and the same step is offered
 // again, until it runs. A quota never fails accepted work before its deadline.
 func TestThrottlingOnlyDelays(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ex := &executions{}
 		f.rec.Executions = ex
@@ -503,6 +513,7 @@ func TestThrottlingOnlyDelays(t *testing.T) {
 // Work that Lambda keeps refusing ends only at its deadline, failed with a code that says
 // why, and the steps before it are counted as completed.
 func TestRefusedUntilTheDeadlineIsWorkerUnavailable(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ex := &executions{}
 	f.rec.Executions = ex
@@ -541,6 +552,7 @@ func TestRefusedUntilTheDeadlineIsWorkerUnavailable(t *testing.T) {
 // task's output, whatever the operation's input: it leaves the input out (the gate rebuilds
 // it from the operation) and writes JSON without HTML escaping (an & would take 6 bytes).
 func TestAHandBackFitsStepFunctionsLimits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ex := &executions{}
 	f.rec.Executions = ex
@@ -575,6 +587,7 @@ func TestAHandBackFitsStepFunctionsLimits(t *testing.T) {
 // so a reconciler that reads the operation in between never finds a named execution
 // missing and calls a healthy operation's outcome unknown.
 func TestTheNextExecutionExistsBeforeAFactNamesIt(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ex := &executions{}
 		f.rec.Executions = ex
@@ -592,6 +605,7 @@ func TestTheNextExecutionExistsBeforeAFactNamesIt(t *testing.T) {
 // A Run that died between starting the next execution and naming it leaves the naming to
 // that execution: its first step names it the operation's latest, and the work goes on.
 func TestAContinuationNamesItself(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ex := &executions{}
 		f.rec.Executions = ex
@@ -620,6 +634,7 @@ func TestAContinuationNamesItself(t *testing.T) {
 // the other continuation finds one of its count already named and does nothing either:
 // two continuations never run the same operation.
 func TestTwoHandBacksOnDifferentMachinesContinueOnce(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ex := &executions{}
 		f.rec.Executions = ex
@@ -653,6 +668,7 @@ func TestTwoHandBacksOnDifferentMachinesContinueOnce(t *testing.T) {
 // retries), no fact names it and the Run does not fail (which would run its steps again):
 // its execution ends with the next one's input, for the reconciler to start.
 func TestAnUnstartedContinuationIsHandedToTheReconciler(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		ex := &executions{onStart: func(string) error { return errors.New("ThrottlingException: Rate exceeded") }}
 		f.rec.Executions = ex
@@ -675,6 +691,7 @@ func TestAnUnstartedContinuationIsHandedToTheReconciler(t *testing.T) {
 // holds the lease records the stop once its step's end is recorded. A lease that runs out
 // (its Run died) lets the next Run take over.
 func TestNoStopIsRecordedWhileAStepIsInFlight(t *testing.T) {
+	t.Parallel()
 	eachStore(t, func(t *testing.T, f *fixture) {
 		for _, stop := range []string{"cancel", "deadline"} {
 			id := f.newOp()
@@ -743,6 +760,7 @@ func TestNoStopIsRecordedWhileAStepIsInFlight(t *testing.T) {
 // pause and one Run), however long the worker asked to wait, and nobody looks at the
 // operation before the wait ends. Six hours are one pause, not 72.
 func TestAWaitCostsTheSameWhateverItsLength(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ex := &executions{}
 	f.rec.Executions = ex
@@ -779,6 +797,7 @@ func TestAWaitCostsTheSameWhateverItsLength(t *testing.T) {
 // reconciler carried the work on) starts the work and names itself in one append: started
 // first, since nothing but started may follow dispatched.
 func TestAContinuationOfWorkNotStartedStartsIt(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ex := &executions{}
 	f.rec.Executions = ex
@@ -800,6 +819,7 @@ func TestAContinuationOfWorkNotStartedStartsIt(t *testing.T) {
 // was held back (a quiet step), and step 2's failure records it with the end; a failed
 // report's own progress is kept too.
 func TestTheEndKeepsTheProgressOfFastSteps(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, second string
 		want         operation.Progress

@@ -39,6 +39,7 @@ func (f *fixture) unchanged(id string, v int) {
 // The attack found by the review: a hand-made call to the recorder that says a step of
 // another tenant's operation succeeded. It records nothing and invokes no worker.
 func TestAForgedStepEndIsRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	v := f.load(id).Version
@@ -67,6 +68,7 @@ func TestAForgedStepEndIsRefused(t *testing.T) {
 // A continuation's input carries the worker's state to the next step: one the recorder
 // sealed is taken however Step Functions re-serialises it, and a changed one is refused.
 func TestAContinuationIsTakenOnlyAsSealed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	s := &script{clock: f.clock, answers: []any{`{"status":"continue","state":{"cursor":7},"delaySeconds":30}`, `{"status":"succeeded"}`}}
@@ -112,6 +114,7 @@ func TestAContinuationIsTakenOnlyAsSealed(t *testing.T) {
 // A delivery is taken only with the request the recorder sent, seal intact, and from the
 // type's own worker.
 func TestAForgedDeliveryIsRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	s := &script{answers: []any{`{"status":"continue","state":{"n":1}}`, `{"status":"succeeded"}`}}
 	q, c := f.parked(s)
@@ -153,6 +156,7 @@ func TestAForgedDeliveryIsRefused(t *testing.T) {
 
 // A Run that names a function other than the type's worker sends nothing and records nothing.
 func TestARunForAnotherFunctionIsRefused(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	v := f.load(id).Version
@@ -176,6 +180,7 @@ func TestARunForAnotherFunctionIsRefused(t *testing.T) {
 // The reconciler takes from an execution's output only what the recorder sealed; anything
 // else reads as a Run caught on a fresh input, so the work is carried on from the facts.
 func TestTrustedReadsOnlySealedOutputs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	ref := func(name string) string { return "arn:aws:states:us-east-1:123456789012:execution:m:" + name }
@@ -245,6 +250,7 @@ func TestTrustedReadsOnlySealedOutputs(t *testing.T) {
 // deployment, or the type was removed) decides nothing: it neither fails the work nor runs
 // it, and hands a step's end it holds to the reconciler (issue #20, finding 9).
 func TestATypeNotServedIsLeftToTheReconciler(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	id := f.newOp()
 	v := f.load(id).Version
