@@ -46,7 +46,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
 NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost scale test unit later later-go e2e stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost scale test unit later later-go e2e e2e-load e2e-rest stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -205,10 +205,11 @@ asl-lint: deps asl-install
 # Every package but those below under the race detector. Each package that needs DynamoDB
 # Local starts its own (dynamotest.Main): one shared by all of them served the later ones
 # ever more slowly (DynamoDB Local slows down with what was written to it before, even to
-# tables since deleted), and the unit run took 6 minutes instead of 3½.
+# tables since deleted), and the unit run took 6 minutes instead of 3½. Four packages at a
+# time: each waits on its own DynamoDB Local, which answers one request at a time.
 CDK_PKGS := ./construct/... ./infra/...
 unit: node-install
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$' -e '/internal/e2e$$')
+	$(GO) test -race -count=1 -p 4 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$' -e '/internal/e2e$$')
 
 # After the unit run, side by side and without the race detector: the packages that start a
 # local stack of their own on free ports (the e2e suite behind the conflict proxy, cmd/scale's
@@ -220,10 +221,20 @@ unit: node-install
 # CPU, and each of those parts has race-checked tests of its own in `unit`. Each one's
 # output stays together.
 later:
-	$(MAKE) --no-print-directory -j4 --output-sync=target e2e example synth later-go
+	$(MAKE) --no-print-directory -j5 --output-sync=target e2e-load e2e-rest example synth later-go
 
-e2e: deps ddb-install
-	$(GO) test -count=1 -parallel 8 ./internal/e2e/
+# The e2e suite: its load test (a thousand admissions, then every operation to its end) on a
+# stack of its own, beside the rest of the suite on another, since it floods its stack and
+# every other test waits for it. Each stack logs to its own file in .cache/logs.
+E2E_LOAD := ^TestThousandAdmissionsWithDuplicatesUnderConflicts$$
+e2e:
+	$(MAKE) --no-print-directory -j2 --output-sync=target e2e-load e2e-rest
+
+e2e-load: deps ddb-install
+	LONGRUN_E2E_LOG=e2e-load $(GO) test -count=1 -run '$(E2E_LOAD)' ./internal/e2e/
+
+e2e-rest: deps ddb-install
+	$(GO) test -count=1 -parallel 8 -skip '$(E2E_LOAD)' ./internal/e2e/
 
 later-go: node-install
 	$(GO) test -count=1 -timeout 20m ./cmd/scale ./cmd/cost $(CDK_PKGS)

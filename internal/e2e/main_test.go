@@ -73,7 +73,27 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	logPath = filepath.Join(root, ".cache", "logs", "e2e-stack.log")
+	// By default the stack's DynamoDB refuses overlapping transactions as DynamoDB on AWS
+	// does (each holds its items 10–20 ms); LONGRUN_E2E_CONFLICTS=0 runs on plain DynamoDB
+	// Local, as `make e2e-plain` does.
+	hold := 10 * time.Millisecond
+	if v := os.Getenv("LONGRUN_E2E_CONFLICTS"); v != "" {
+		if hold, err = time.ParseDuration(v); err != nil && v != "0" {
+			fmt.Fprintln(os.Stderr, "e2e: LONGRUN_E2E_CONFLICTS:", err)
+			return 2
+		}
+	}
+	// Each run keeps its own log and spans, so runs can go at once: `make e2e` runs its load
+	// test on a stack of its own (LONGRUN_E2E_LOG=e2e-load), and `make e2e-plain` is apart.
+	name := os.Getenv("LONGRUN_E2E_LOG")
+	switch {
+	case name != "":
+	case hold == 0:
+		name = "e2e-plain"
+	default:
+		name = "e2e"
+	}
+	logPath = filepath.Join(root, ".cache", "logs", name+"-stack.log")
 	_ = os.MkdirAll(filepath.Dir(logPath), 0o755)
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -89,21 +109,11 @@ func run(m *testing.M) int {
 	// The built-in types and the test's own (testdata/e2e.types.yaml, with a worker written
 	// against the public worker package), as a team serves longrun's beside its own.
 	opts := devstack.Options{APIAddr: "127.0.0.1:0", EdgeAddr: "127.0.0.1:0", Output: logFile, Leases: &testLeases, ReconcileEvery: 500 * time.Millisecond,
-		Quota: 5000, PrincipalQuota: 5000, TraceFile: suiteTraceFile(root),
+		Quota: 5000, PrincipalQuota: 5000, TraceFile: suiteTraceFile(strings.TrimSuffix(logPath, "-stack.log") + "-spans.jsonl"),
 		// The stack's own warnings (an integration that failed, a stream batch retried) go
 		// to the log file beside the functions' lines, as "stack | {…}".
 		Log:       slog.New(slog.NewJSONHandler(prefixed{logFile, "stack | ", &sync.Mutex{}}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		TypesFile: filepath.Join(root, "internal", "core", "optype", "builtin.types.yaml") + "," + filepath.Join(root, "internal", "e2e", "testdata", "e2e.types.yaml")}
-	// By default the stack's DynamoDB refuses overlapping transactions as DynamoDB on AWS
-	// does (each holds its items 10–20 ms); LONGRUN_E2E_CONFLICTS=0 runs on plain DynamoDB
-	// Local, as `make e2e-plain` does.
-	hold := 10 * time.Millisecond
-	if v := os.Getenv("LONGRUN_E2E_CONFLICTS"); v != "" {
-		if hold, err = time.ParseDuration(v); err != nil && v != "0" {
-			fmt.Fprintln(os.Stderr, "e2e: LONGRUN_E2E_CONFLICTS:", err)
-			return 2
-		}
-	}
 	if hold > 0 {
 		ddb, err := ddblocal.Start(ctx, ddblocal.Options{})
 		if err != nil {

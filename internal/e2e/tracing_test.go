@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -15,15 +14,15 @@ import (
 // when the suite benchmarks, so that its figures are not tracing's, and when it runs elsewhere.
 var tracePath string
 
-// suiteTraceFile is the suite's trace file under root's .cache, emptied for this run.
-func suiteTraceFile(root string) string {
+// suiteTraceFile empties path, the suite's trace file beside its log, and returns it.
+func suiteTraceFile(path string) string {
 	if !flag.Parsed() {
 		flag.Parse()
 	}
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		return ""
 	}
-	tracePath = filepath.Join(root, ".cache", "logs", "e2e-spans.jsonl")
+	tracePath = path
 	_ = os.Remove(tracePath)
 	return tracePath
 }
