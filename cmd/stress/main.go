@@ -25,7 +25,7 @@ import (
 
 // suites are the concurrency tests, by package: the racers, quotas and appends under
 // DynamoDB's transaction conflicts and on a slow store, the recorder's and the reconciler's
-// races, and the e2e suite's own through the whole stack.
+// races, and the whole e2e suite.
 var suites = []suite{
 	{pkg: "./internal/aws/dynamo", race: true,
 		run: "UnderConflicts|SlowStore|SlowTransaction|GivesUp|TakenOnceInOrder|WritesEverythingOnce|CallerQuota|QuotaWeight"},
@@ -37,8 +37,9 @@ var suites = []suite{
 		run: "Drains|DispatchedOnce|CancelDuringAWait"},
 	{pkg: "./internal/service/dispatch", race: true,
 		run: "Racing|Once"},
-	{pkg: "./internal/e2e", parallel: 8,
-		run: "UnderConflicts|Racing|InParallel|DeliveredTwice"},
+	// The whole e2e suite: its concurrency tests, and every test that runs in parallel
+	// with the others (main_test.go), since a stack shared under load is a race of its own.
+	{pkg: "./internal/e2e", parallel: 8, run: "."},
 }
 
 type suite struct {
@@ -51,7 +52,7 @@ type suite struct {
 func main() {
 	count := flag.Int("count", 20, "runs of each test")
 	load := flag.Int("load", 1, "busy goroutines per core beside the tests (0: none)")
-	only := flag.String("pkg", "", "only the suite of the package whose path contains this")
+	only := flag.String("pkg", "", "only the suites of the packages whose paths contain one of these (comma-separated)")
 	flag.Parse()
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -61,7 +62,7 @@ func main() {
 	}
 	failed, tests := 0, 0
 	for _, s := range suites {
-		if *only != "" && !strings.Contains(s.pkg, *only) {
+		if !s.chosen(*only) {
 			continue
 		}
 		start := time.Now()
@@ -90,6 +91,19 @@ func main() {
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// chosen says whether the -pkg flag's list names the suite's package ("" names them all).
+func (s suite) chosen(only string) bool {
+	if only == "" {
+		return true
+	}
+	for _, part := range strings.Split(only, ",") {
+		if part != "" && strings.Contains(s.pkg, part) {
+			return true
+		}
+	}
+	return false
 }
 
 // spin keeps one core busy until ctx ends: the load a `stress` process per core would add.
