@@ -39,7 +39,9 @@ var suites = []suite{
 		run: "Racing|Once"},
 	// The whole e2e suite: its concurrency tests, and every test that runs in parallel
 	// with the others (main_test.go), since a stack shared under load is a race of its own.
-	{pkg: "./internal/e2e", parallel: 8, run: "."},
+	// Each run on a stack of its own, as CI runs it: the suite's tests name fixed targets, and
+	// an operation a run leaves outcome_unknown holds its target for the next.
+	{pkg: "./internal/e2e", parallel: 8, run: ".", fresh: true},
 }
 
 type suite struct {
@@ -47,6 +49,7 @@ type suite struct {
 	run      string
 	race     bool
 	parallel int
+	fresh    bool // one go test per run, rather than one with -count
 }
 
 func main() {
@@ -118,10 +121,25 @@ func spin(ctx context.Context) {
 
 type tally struct{ pass, fail int }
 
-// stress runs the suite's tests count times in one go test (so a package's DynamoDB Local or
-// stack starts once) and tallies each top-level test's passes and failures from its JSON
-// events. The failures' output goes to stderr as it comes.
+// stress runs the suite's tests count times, in one go test (so a package's DynamoDB Local
+// or stack starts once) or, for a fresh suite, in one go test each, and tallies each
+// top-level test's passes and failures from its JSON events. The failures' output goes to
+// stderr as it comes.
 func (s suite) stress(count int) (map[string]*tally, error) {
+	if !s.fresh {
+		return s.goTest(count, map[string]*tally{})
+	}
+	res := map[string]*tally{}
+	for range count {
+		if _, err := s.goTest(1, res); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// goTest runs the suite's tests count times in one go test, adding to res.
+func (s suite) goTest(count int, res map[string]*tally) (map[string]*tally, error) {
 	args := []string{"test", "-json", "-count", fmt.Sprint(count), "-timeout", "3h", "-run", "^Test.*(" + s.run + ")"}
 	if s.race {
 		args = append(args, "-race")
@@ -138,21 +156,21 @@ func (s suite) stress(count int) (map[string]*tally, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	res, readErr := tallied(out)
+	before := len(res)
+	readErr := tallied(out, res)
 	waitErr := cmd.Wait()
 	if readErr != nil {
 		return nil, readErr
 	}
-	if len(res) == 0 {
+	if len(res) == before && before == 0 {
 		return nil, fmt.Errorf("no test ran (%v)", waitErr)
 	}
 	return res, nil
 }
 
-// tallied reads go test's JSON events and counts each top-level test's ends, printing the
-// output of a run that failed.
-func tallied(r io.Reader) (map[string]*tally, error) {
-	res := map[string]*tally{}
+// tallied reads go test's JSON events and adds each top-level test's ends to res, printing
+// the output of a run that failed.
+func tallied(r io.Reader, res map[string]*tally) error {
 	output := map[string][]string{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -178,5 +196,5 @@ func tallied(r io.Reader) (map[string]*tally, error) {
 			delete(output, e.Test)
 		}
 	}
-	return res, sc.Err()
+	return sc.Err()
 }
