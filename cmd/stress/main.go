@@ -3,9 +3,10 @@
 // defect, so this is how the suite's "never flakes" is measured rather than hoped for.
 //
 // Each package's concurrency tests run as `make test` runs them (the race detector but for
-// the e2e suite) with -count, while -load goroutines per core spin, so the tests get what a
-// busy CI machine leaves them. The last line is "stress: N tests, M runs each, K failed runs"
-// and the exit status is 1 when any run failed.
+// the e2e suite), one go test per package per round, while -load goroutines per core spin,
+// so the tests get what a busy CI machine leaves them. A line after each round says where
+// the count stands; the last line is "stress: N tests, M runs each, K failed runs", and the
+// exit status is 1 when any run failed.
 package main
 
 import (
@@ -39,9 +40,7 @@ var suites = []suite{
 		run: "Racing|Once"},
 	// The whole e2e suite: its concurrency tests, and every test that runs in parallel
 	// with the others (main_test.go), since a stack shared under load is a race of its own.
-	// Each run on a stack of its own, as CI runs it: the suite's tests name fixed targets, and
-	// an operation a run leaves outcome_unknown holds its target for the next.
-	{pkg: "./internal/e2e", parallel: 8, run: ".", fresh: true},
+	{pkg: "./internal/e2e", parallel: 8, run: "."},
 }
 
 type suite struct {
@@ -49,7 +48,6 @@ type suite struct {
 	run      string
 	race     bool
 	parallel int
-	fresh    bool // one go test per run, rather than one with -count
 }
 
 func main() {
@@ -63,37 +61,60 @@ func main() {
 	for range *load * runtime.NumCPU() {
 		go spin(ctx)
 	}
-	failed, tests := 0, 0
+	var chosen []suite
 	for _, s := range suites {
-		if !s.chosen(*only) {
-			continue
+		if s.chosen(*only) {
+			chosen = append(chosen, s)
 		}
-		start := time.Now()
-		res, err := s.stress(*count)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "stress:", s.pkg+":", err)
-			os.Exit(2)
+	}
+	// Round after round, each suite once a round, so that a run stopped early has as many
+	// rounds of every package; each round's line says where the count stands.
+	res := make([]map[string]*tally, len(chosen))
+	for i := range res {
+		res[i] = map[string]*tally{}
+	}
+	start := time.Now()
+	for round := 1; round <= *count; round++ {
+		for i, s := range chosen {
+			if err := s.goTest(res[i]); err != nil {
+				fmt.Fprintln(os.Stderr, "stress:", s.pkg+":", err)
+				os.Exit(2)
+			}
 		}
-		names := make([]string, 0, len(res))
-		for name := range res {
-			names = append(names, name)
+		fmt.Printf("stress: round %d of %d done after %s, %d failed runs so far\n", round, *count,
+			time.Since(start).Round(time.Second), failures(res))
+	}
+	tests := 0
+	for i, s := range chosen {
+		names := make([]string, 0, len(res[i]))
+		for name, r := range res[i] {
+			if r.pass+r.fail > 0 { // not only a helper's name that matched
+				names = append(names, name)
+			}
 		}
 		sort.Strings(names)
-		fmt.Printf("%s (%s, load %d per core)\n", s.pkg, time.Since(start).Round(time.Second), *load)
+		fmt.Printf("%s (load %d per core)\n", s.pkg, *load)
 		for _, name := range names {
-			r := res[name]
-			if r.pass+r.fail == 0 {
-				continue // matched, but only a helper's name
-			}
+			r := res[i][name]
 			fmt.Printf("  %-60s passed %d of %d\n", name, r.pass, r.pass+r.fail)
-			failed += r.fail
 			tests++
 		}
 	}
+	failed := failures(res)
 	fmt.Printf("stress: %d tests, %d runs each, %d failed runs\n", tests, *count, failed)
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+func failures(res []map[string]*tally) int {
+	n := 0
+	for _, m := range res {
+		for _, r := range m {
+			n += r.fail
+		}
+	}
+	return n
 }
 
 // chosen says whether the -pkg flag's list names the suite's package ("" names them all).
@@ -121,26 +142,13 @@ func spin(ctx context.Context) {
 
 type tally struct{ pass, fail int }
 
-// stress runs the suite's tests count times, in one go test (so a package's DynamoDB Local
-// or stack starts once) or, for a fresh suite, in one go test each, and tallies each
-// top-level test's passes and failures from its JSON events. The failures' output goes to
-// stderr as it comes.
-func (s suite) stress(count int) (map[string]*tally, error) {
-	if !s.fresh {
-		return s.goTest(count, map[string]*tally{})
-	}
-	res := map[string]*tally{}
-	for range count {
-		if _, err := s.goTest(1, res); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
-}
-
-// goTest runs the suite's tests count times in one go test, adding to res.
-func (s suite) goTest(count int, res map[string]*tally) (map[string]*tally, error) {
-	args := []string{"test", "-json", "-count", fmt.Sprint(count), "-timeout", "3h", "-run", "^Test.*(" + s.run + ")"}
+// goTest runs the suite's tests once, in a go test of their own (so the package starts a
+// DynamoDB Local or a stack of its own, as in CI: one emulator under many rounds would slow
+// down with what they wrote, and the e2e suite's tests name fixed targets that an operation
+// left outcome_unknown would hold), and adds each top-level test's end to res. A failure's
+// output goes to stderr as it comes.
+func (s suite) goTest(res map[string]*tally) error {
+	args := []string{"test", "-json", "-count", "1", "-timeout", "1h", "-run", "^Test.*(" + s.run + ")"}
 	if s.race {
 		args = append(args, "-race")
 	}
@@ -151,26 +159,26 @@ func (s suite) goTest(count int, res map[string]*tally) (map[string]*tally, erro
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
-	before := len(res)
-	readErr := tallied(out, res)
+	ran := 0
+	readErr := tallied(out, res, &ran)
 	waitErr := cmd.Wait()
 	if readErr != nil {
-		return nil, readErr
+		return readErr
 	}
-	if len(res) == before && before == 0 {
-		return nil, fmt.Errorf("no test ran (%v)", waitErr)
+	if ran == 0 {
+		return fmt.Errorf("no test ran (%v)", waitErr)
 	}
-	return res, nil
+	return nil
 }
 
 // tallied reads go test's JSON events and adds each top-level test's ends to res, printing
 // the output of a run that failed.
-func tallied(r io.Reader, res map[string]*tally) error {
+func tallied(r io.Reader, res map[string]*tally, ran *int) error {
 	output := map[string][]string{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -189,9 +197,11 @@ func tallied(r io.Reader, res map[string]*tally) error {
 			output[e.Test] = append(output[e.Test], e.Output)
 		case "pass":
 			t.pass++
+			*ran++
 			delete(output, e.Test)
 		case "fail":
 			t.fail++
+			*ran++
 			fmt.Fprintf(os.Stderr, "--- FAIL %s:\n%s", e.Test, strings.Join(output[e.Test], ""))
 			delete(output, e.Test)
 		}
