@@ -269,6 +269,7 @@ stress: deps ddb-install
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzCanonicalize$$' -fuzztime=$(FUZZTIME) ./internal/core/jcs
 	$(GO) test -run='^$$' -fuzz='^FuzzValidateKey$$' -fuzztime=$(FUZZTIME) ./internal/core/admission
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/core/callback
 
 # Figures for docs/performance.md, against one DynamoDB Local; one package at a time, so
 # benchmarks do not compete for the 2 cores.

@@ -18,9 +18,9 @@ import (
 )
 
 // Client is longrun's API client: admission with an idempotency key and safe retries
-// (Create, BeginCreate), reads (Get, List, Types, Type), cancellation (Cancel), the
-// operator's Resolve, and a Poller that follows an operation to its end. Build it once
-// with New; it is safe for concurrent use.
+// (Create, BeginCreate), reads (Get, List, Types, Type), signals (Signal), cancellation
+// (Cancel), the operator's Resolve, and a Poller that follows an operation to its end.
+// Build it once with New; it is safe for concurrent use.
 type Client struct {
 	base      *url.URL // the API's base URL, ending in "/"
 	server    string   // base as the generated request builders take it
@@ -60,8 +60,10 @@ type ClientOptions struct {
 //
 // Create retries with the same Idempotency-Key, so a retry whose predecessor was admitted
 // is answered as a replay of it; once the first attempt is older than RetryWindow it
-// refuses instead (*RetryWindowError). Reads retry the same way; Cancel with IfVersion and
-// Resolve retry only answers that say nothing was committed (503 unavailable, throttling).
+// refuses instead (*RetryWindowError). Signal retries with its key too (the operation keeps
+// it as long as it lives, so no window applies). Reads retry the same way; Cancel with
+// IfVersion and Resolve retry only answers that say nothing was committed (503
+// unavailable, throttling).
 type RetryOptions struct {
 	// MaxAttempts is the most attempts of one call, the first included; default 5. 1 turns
 	// retries off.

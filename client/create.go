@@ -57,7 +57,7 @@ func (c *Client) Create(ctx context.Context, req CreateRequest, opts *CreateOpti
 	key := req.Key
 	if key == "" {
 		key = NewIdempotencyKey()
-	} else if err := checkKey(key); err != nil {
+	} else if err := checkKey("Create", key); err != nil {
 		return nil, err
 	}
 	input := req.Input
@@ -125,13 +125,14 @@ func NewIdempotencyKey() string {
 
 // checkKey refuses a key the API would refuse (400 invalid_idempotency_key) before anything
 // is sent: one net/http could not even send would otherwise look like a transport failure.
-func checkKey(key string) error {
+// call names the method, for the error.
+func checkKey(call, key string) error {
 	if len(key) > 128 {
-		return fmt.Errorf("longrun: Create: the Idempotency-Key is %d bytes; at most 128", len(key))
+		return fmt.Errorf("longrun: %s: the Idempotency-Key is %d bytes; at most 128", call, len(key))
 	}
 	for i := 0; i < len(key); i++ {
 		if key[i] < 0x20 || key[i] > 0x7e {
-			return fmt.Errorf("longrun: Create: the Idempotency-Key has byte %#x at %d; only printable ASCII (0x20–0x7E)", key[i], i)
+			return fmt.Errorf("longrun: %s: the Idempotency-Key has byte %#x at %d; only printable ASCII (0x20–0x7E)", call, key[i], i)
 		}
 	}
 	return nil

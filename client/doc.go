@@ -1,5 +1,6 @@
 // Package client is the Go client of longrun's HTTP API (the contract is api/openapi.yaml):
-// admit an operation exactly once, follow it to its end, read, list and cancel operations.
+// admit an operation exactly once, follow it to its end, read, list, signal and cancel
+// operations.
 //
 // # The client
 //
@@ -19,9 +20,11 @@
 // is answered as a replay of it (Operation.Replayed) and the call ends with one operation;
 // it refuses to retry once the first attempt is older than the idempotency window it knows
 // (ErrRetryWindowPassed). Get reads an operation, Cancel records cancellation intent (with
-// If-Match from the version seen), List iterates over the caller's operations (a range-over-
-// func iterator, or a Pager), Types and Type describe the operation types and their input
-// schemas, and Resolve is the operator's settlement of an outcome_unknown operation.
+// If-Match from the version seen), Signal sends a running operation a signal its type
+// declares (an approval, a webhook's news; once per key, as Create admits, and with
+// If-Match if asked), List iterates over the caller's operations (a range-over-func
+// iterator, or a Pager), Types and Type describe the operation types, their input schemas
+// and signals, and Resolve is the operator's settlement of an outcome_unknown operation.
 //
 // A Poller (BeginCreate, NewPoller, NewPollerFromResumeToken) follows the operation's Location and statusUrl, never a
 // URL it builds; it waits what Retry-After asks for, or else an exponential backoff with

@@ -35,8 +35,8 @@ type ProblemError struct {
 	RequestID string
 	// OperationID names the caller's own operation the problem is about, when there is one:
 	// the operation the key was first used for (idempotency_key_reused), the one holding the
-	// target (target_busy), the one a cancel was refused for (already_terminal,
-	// version_mismatch).
+	// target (target_busy), the one a cancel or a signal was refused for (already_terminal,
+	// version_mismatch, unknown_signal).
 	OperationID string
 	// RetryAfter is the wait the response's Retry-After header asked for (429, 503); zero
 	// when it had none.

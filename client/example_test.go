@@ -221,6 +221,107 @@ func ExampleClient_Raw() {
 	// 404 not_found
 }
 
+// Approve an operation whose work waits for an approval (a demo.task admitted with
+// "await": "approval"): Get shows what it waits for, and Signal sends it once per key (a
+// retry with the key is a replay, whatever happened since). A signal its type does not
+// declare is a typed refusal.
+func ExampleClient_Signal() {
+	api := approvals()
+	defer api.Close()
+
+	c, err := client.New(api.URL, &client.ClientOptions{Auth: client.BearerToken("alice-dev-token")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	op, err := c.Get(ctx, "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if op.Awaiting == nil {
+		fmt.Println(op.OperationID, "waits for no signal")
+		return
+	}
+	fmt.Println(op.State, "awaiting", op.Awaiting.Signal, "until", op.Awaiting.Until.Format(time.RFC3339))
+
+	// Keep the key with the decision: sending it again reaches the same signal, never a second one.
+	opts := &client.SignalOptions{Key: "approval-" + op.OperationID, IfVersion: &op.Version}
+	approval := map[string]any{"approved": true, "by": "alice@example.com"}
+	for range 2 {
+		signaled, err := c.Signal(ctx, op.OperationID, op.Awaiting.Signal, approval, opts)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("signaled at version", signaled.Version, "replayed:", signaled.Replayed)
+	}
+
+	_, err = c.Signal(ctx, op.OperationID, "aproval", approval, nil)
+	var problem *client.ProblemError
+	if errors.As(err, &problem) {
+		fmt.Println(problem.Status, problem.Code)
+	}
+	// Output:
+	// running awaiting approval until 2026-11-30T10:10:01Z
+	// signaled at version 5 replayed: false
+	// signaled at version 5 replayed: true
+	// 400 unknown_signal
+}
+
+// approvals is a stand-in for the API with one operation, whose work waits for the signal
+// approval until it comes: the signal is recorded once per key, and any other signal is 400
+// unknown_signal.
+func approvals() *httptest.Server {
+	const id = "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3"
+	var mu sync.Mutex
+	version, keys := 4, map[string]string{}
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		rep := map[string]any{"operationId": id, "type": "demo.task", "target": "demo:invoice-42", "state": "running",
+			"terminal": false, "version": version, "statusUrl": "/v1/operations/" + id, "createdAt": "2026-11-30T10:00:00.000Z",
+			"updatedAt": "2026-11-30T10:00:01.000Z", "observedAt": "2026-11-30T10:00:01.000Z", "cancelRequested": false,
+			"progress": map[string]any{"completedSteps": 1},
+			"awaiting": map[string]any{"signal": "approval", "since": "2026-11-30T10:00:01.000Z", "until": "2026-11-30T10:10:01.000Z"}}
+		reply := func(status int, contentType string, v any) {
+			w.Header().Set("Content-Type", contentType)
+			w.Header().Set("X-Request-Id", "req_example")
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(v)
+		}
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/operations/"+id:
+			w.Header().Set("Retry-After", "30")
+			reply(http.StatusOK, "application/json", rep)
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/operations/"+id+"/signals/approval":
+			body, _ := io.ReadAll(r.Body)
+			key := r.Header.Get("Idempotency-Key")
+			switch first, ok := keys[key]; {
+			case ok && first != string(body):
+				reply(http.StatusConflict, "application/problem+json", map[string]any{"status": 409, "code": "idempotency_key_reused",
+					"title": "Idempotency-Key reused", "detail": "This Idempotency-Key was already used with a different signal on this operation.",
+					"type": "https://longrun.dev/problems/idempotency_key_reused", "requestId": "req_example", "operationId": id})
+				return
+			case ok:
+				w.Header().Set("Idempotent-Replayed", "true")
+			default:
+				keys[key] = string(body)
+				version++
+			}
+			rep["version"] = version
+			w.Header().Set("Location", "/v1/operations/"+id)
+			w.Header().Set("Retry-After", "1")
+			reply(http.StatusAccepted, "application/json", rep)
+		default:
+			reply(http.StatusBadRequest, "application/problem+json", map[string]any{"status": 400, "code": "unknown_signal", "title": "Unknown signal",
+				"detail": `Operations of type demo.task take no signal "aproval".`, "type": "https://longrun.dev/problems/unknown_signal",
+				"requestId": "req_example", "operationId": id})
+		}
+	}))
+}
+
 func progress(op client.Operation) string {
 	if op.Progress == nil || op.Progress.TotalSteps == nil {
 		return ""

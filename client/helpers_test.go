@@ -100,6 +100,7 @@ var problemStatus = map[client.ErrorCode]int{
 	client.ErrorCodeInvalidInput:             400,
 	client.ErrorCodeInvalidIdempotencyKey:    400,
 	client.ErrorCodeUnsupportedOperationType: 400,
+	client.ErrorCodeUnknownSignal:            400,
 	client.ErrorCodeUnauthenticated:          401,
 	client.ErrorCodeForbidden:                403,
 	client.ErrorCodeNotFound:                 404,

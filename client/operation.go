@@ -14,7 +14,8 @@ import (
 //
 // An Operation from Create is the admission's answer (the Accepted schema): its State is
 // accepted, its Version is 0 and UpdatedAt is zero until a poll or a Get has read the whole
-// representation.
+// representation. One from Signal is the whole representation after the signal, with the
+// key it was sent with and whether the answer was a replay.
 type Operation struct {
 	// OperationID is the operation's id (`op_` and a ULID).
 	OperationID string `json:"operationId"`
@@ -49,15 +50,20 @@ type Operation struct {
 	Problem *OperationProblem `json:"problem,omitempty"`
 	// Progress is how far the work has got; nil until a step has completed.
 	Progress *Progress `json:"progress,omitempty"`
+	// Awaiting is the signal the work waits for (Client.Signal sends it); nil while it
+	// waits for none.
+	Awaiting *Awaiting `json:"awaiting,omitempty"`
 
-	// Location is the admission's Location header (Create only): where the Poller starts.
+	// Location is the Location header of an admission's or a signal's answer (Create and
+	// Signal only): where the Poller starts.
 	Location string `json:"-"`
-	// Replayed is true when the admission's answer was a replay of the key's first
-	// response (Idempotent-Replayed: true): this key had already admitted the operation,
-	// whether by an earlier call or by a retry of this one whose first answer was lost.
+	// Replayed is true when the answer was a replay of the key's first response
+	// (Idempotent-Replayed: true): this key had already admitted the operation (Create) or
+	// delivered the signal (Signal), whether by an earlier call or by a retry of this one
+	// whose first answer was lost.
 	Replayed bool `json:"-"`
-	// IdempotencyKey is the key the admission carried (Create only), the caller's or the
-	// one Create minted.
+	// IdempotencyKey is the key the admission or the signal carried (Create and Signal
+	// only), the caller's or the one the call minted.
 	IdempotencyKey string `json:"-"`
 	// ETag is the response's ETag, the quoted version (`"5"`), when it had one.
 	ETag string `json:"-"`
@@ -97,9 +103,11 @@ func (o *Operation) withHeaders(h http.Header, now time.Time) {
 }
 
 // sameObservation reports whether b says nothing a has not: same state, version,
-// cancellation and progress (the representation changes only with a fact, and every fact
-// bumps the version, so this is a representation the caller has already seen).
+// cancellation, progress and wait for a signal (the representation changes only with a
+// fact, and every fact bumps the version, so this is a representation the caller has
+// already seen).
 func sameObservation(a, b *Operation) bool {
 	return a.State == b.State && a.Version == b.Version && a.Terminal == b.Terminal &&
-		a.CancelRequested == b.CancelRequested && reflect.DeepEqual(a.Progress, b.Progress)
+		a.CancelRequested == b.CancelRequested && reflect.DeepEqual(a.Progress, b.Progress) &&
+		reflect.DeepEqual(a.Awaiting, b.Awaiting)
 }

@@ -25,12 +25,14 @@ import (
 // handWritten names, for every schema of the contract package client hands to its callers,
 // the hand-written type that carries it.
 var handWritten = map[string]reflect.Type{
-	"Operation":        reflect.TypeFor[client.Operation](),
-	"OperationProblem": reflect.TypeFor[client.OperationProblem](),
-	"Progress":         reflect.TypeFor[client.Progress](),
-	"FieldError":       reflect.TypeFor[client.FieldError](),
-	"OperationType":    reflect.TypeFor[client.OperationType](),
-	"ResolveRequest":   reflect.TypeFor[client.ResolveRequest](),
+	"Operation":         reflect.TypeFor[client.Operation](),
+	"OperationProblem":  reflect.TypeFor[client.OperationProblem](),
+	"Progress":          reflect.TypeFor[client.Progress](),
+	"Awaiting":          reflect.TypeFor[client.Awaiting](),
+	"FieldError":        reflect.TypeFor[client.FieldError](),
+	"OperationType":     reflect.TypeFor[client.OperationType](),
+	"SignalDeclaration": reflect.TypeFor[client.SignalDeclaration](),
+	"ResolveRequest":    reflect.TypeFor[client.ResolveRequest](),
 }
 
 // TestHandWrittenTypesCarryEveryProperty: each hand-written type has a field for every
@@ -50,8 +52,9 @@ func TestHandWrittenTypesCarryEveryProperty(t *testing.T) {
 	}
 }
 
-// TestEnumsAreTheContracts: the constants of State, ErrorCode and ResolveOutcome in
-// types.go are exactly the values of the contract's enums, each Valid, and nothing else is.
+// TestEnumsAreTheContracts: the constants of State, ErrorCode, ResolveOutcome and
+// SignalSender in types.go are exactly the values of the contract's enums, each Valid, and
+// nothing else is.
 func TestEnumsAreTheContracts(t *testing.T) {
 	doc := ct.Contract(t)
 	resolve := doc.Components.Schemas["ResolveRequest"].Value.Properties["outcome"].Value
@@ -63,6 +66,7 @@ func TestEnumsAreTheContracts(t *testing.T) {
 		{"State", doc.Components.Schemas["State"].Value, func(v string) bool { return client.State(v).Valid() }},
 		{"ErrorCode", doc.Components.Schemas["ErrorCode"].Value, func(v string) bool { return client.ErrorCode(v).Valid() }},
 		{"ResolveOutcome", resolve, func(v string) bool { return client.ResolveOutcome(v).Valid() }},
+		{"SignalSender", doc.Components.Schemas["SignalSender"].Value, func(v string) bool { return client.SignalSender(v).Valid() }},
 	} {
 		t.Run(c.typ, func(t *testing.T) {
 			var want []string
@@ -207,13 +211,25 @@ func checkDecoded(t *testing.T, op *client.Operation, want map[string]any) {
 	if p, ok := want["progress"].(map[string]any); ok {
 		g := op.Progress
 		if g == nil || float64(g.CompletedSteps) != toFloat(p["completedSteps"]) ||
-			g.TotalSteps == nil || float64(*g.TotalSteps) != toFloat(p["totalSteps"]) ||
-			g.Percent == nil || *g.Percent != toFloat(p["percent"]) ||
-			g.Message == nil || *g.Message != p["message"] {
+			(g.TotalSteps == nil) != (p["totalSteps"] == nil) || (g.TotalSteps != nil && float64(*g.TotalSteps) != toFloat(p["totalSteps"])) ||
+			(g.Percent == nil) != (p["percent"] == nil) || (g.Percent != nil && *g.Percent != toFloat(p["percent"])) ||
+			(g.Message == nil) != (p["message"] == nil) || (g.Message != nil && *g.Message != p["message"]) {
 			t.Errorf("progress %+v, want %v", g, p)
 		}
 	} else if op.Progress != nil {
 		t.Errorf("progress %+v, want none", op.Progress)
+	}
+	if a, ok := want["awaiting"].(map[string]any); ok {
+		since, err1 := time.Parse(time.RFC3339, fmt.Sprint(a["since"]))
+		until, err2 := time.Parse(time.RFC3339, fmt.Sprint(a["until"]))
+		if err1 != nil || err2 != nil {
+			t.Fatalf("the example's awaiting: %v %v", err1, err2)
+		}
+		if w := op.Awaiting; w == nil || w.Signal != a["signal"] || w.Since.IsZero() || !w.Since.Equal(since) || !w.Until.Equal(until) {
+			t.Errorf("awaiting %+v, want %v", w, a)
+		}
+	} else if op.Awaiting != nil {
+		t.Errorf("awaiting %+v, want none", op.Awaiting)
 	}
 }
 

@@ -1,5 +1,7 @@
 package client
 
+import "time"
+
 // The contract's schemas that the hand-written client hands to its callers, written here
 // rather than taken from package client/api: their JSON tags are the contract's (the tests
 // hold them to api/openapi.yaml as they hold the generated types), and what they do (State's
@@ -69,6 +71,7 @@ const (
 	ErrorCodeTargetBusy               ErrorCode = "target_busy"
 	ErrorCodeUnauthenticated          ErrorCode = "unauthenticated"
 	ErrorCodeUnavailable              ErrorCode = "unavailable"
+	ErrorCodeUnknownSignal            ErrorCode = "unknown_signal"
 	ErrorCodeUnsupportedMediaType     ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedOperationType ErrorCode = "unsupported_operation_type"
 	ErrorCodeVersionMismatch          ErrorCode = "version_mismatch"
@@ -82,7 +85,7 @@ func (c ErrorCode) Valid() bool {
 		ErrorCodeInternal, ErrorCodeInvalidIdempotencyKey, ErrorCodeInvalidInput,
 		ErrorCodeMethodNotAllowed, ErrorCodeNotFound, ErrorCodePayloadTooLarge,
 		ErrorCodeQuotaExceeded, ErrorCodeTargetBusy, ErrorCodeUnauthenticated,
-		ErrorCodeUnavailable, ErrorCodeUnsupportedMediaType,
+		ErrorCodeUnavailable, ErrorCodeUnknownSignal, ErrorCodeUnsupportedMediaType,
 		ErrorCodeUnsupportedOperationType, ErrorCodeVersionMismatch:
 		return true
 	}
@@ -117,6 +120,19 @@ type Progress struct {
 	Message *string `json:"message,omitempty"`
 }
 
+// Awaiting is the signal an operation's work waits for (Operation.Awaiting): a step asked to
+// wait for Signal at Since, and the next step runs when it arrives (Client.Signal sends
+// it), or at Until without it. An operation has one only while its work waits.
+type Awaiting struct {
+	// Signal is the name of the signal waited for, one the operation's type declares
+	// (OperationType.Signals).
+	Signal string `json:"signal"`
+	// Since is when the wait began.
+	Since time.Time `json:"since"`
+	// Until is when the wait ends without the signal.
+	Until time.Time `json:"until"`
+}
+
 // FieldError is one field of a request that failed validation (ProblemError.Fields, with
 // ErrorCodeInvalidInput).
 type FieldError struct {
@@ -141,6 +157,44 @@ type OperationType struct {
 	// DeadlineSeconds is how long, in whole seconds from its admission, an operation of
 	// this type may take before the reconciler stops it (deadline_exceeded).
 	DeadlineSeconds int `json:"deadlineSeconds"`
+	// Signals are the signals its operations accept while they run (Client.Signal), in the
+	// order the deployment's definitions file declares them; nil when it declares none.
+	Signals []SignalDeclaration `json:"signals,omitempty"`
+}
+
+// SignalDeclaration is a signal an operation type declares (OperationType.Signals): its
+// name, the JSON Schema its data must satisfy and who may send it.
+type SignalDeclaration struct {
+	// Name is what Client.Signal names.
+	Name string `json:"name"`
+	// Schema is the JSON Schema (draft 2020-12) the signal's data must satisfy.
+	Schema map[string]any `json:"schema"`
+	// Senders are who may send it; anyone else gets ErrorCodeForbidden.
+	Senders []SignalSender `json:"senders"`
+	// NotCreator is the four-eyes rule: when true, the principal that created the operation
+	// may not send it, whatever Senders allows.
+	NotCreator bool `json:"notCreator"`
+	// Callback says whether a third party without credentials of its own may send it,
+	// through a callback URL the operation's worker is given for it.
+	Callback bool `json:"callback"`
+}
+
+// SignalSender is who may send a signal (SignalDeclaration.Senders).
+type SignalSender string
+
+// The senders of the contract's SignalSender enum.
+const (
+	// SignalSenderCaller is the principal that created the operation.
+	SignalSenderCaller SignalSender = "caller"
+	// SignalSenderTenant is any principal of the operation's tenant, the caller included.
+	SignalSenderTenant SignalSender = "tenant"
+	// SignalSenderOperator is an operator of the deployment, whatever the tenant.
+	SignalSenderOperator SignalSender = "operator"
+)
+
+// Valid reports whether s is one of the contract's senders.
+func (s SignalSender) Valid() bool {
+	return s == SignalSenderCaller || s == SignalSenderTenant || s == SignalSenderOperator
 }
 
 // ResolveOutcome is what an operator's Resolve settles an outcome_unknown operation as.

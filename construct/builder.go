@@ -339,9 +339,11 @@ func (b *builder) functions() {
 	}
 	b.function("api", apiEnv)
 	dlq := b.lr.DeadLetterQueues["dispatcher"]
-	b.function("dispatcher", map[string]*string{
+	// The dispatcher seals the input of an execution that wakes work waiting for a signal.
+	b.lr.SealSecret.GrantRead(b.function("dispatcher", map[string]*string{
 		"LONGRUN_STATE_MACHINES": b.machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlq.QueueUrl(),
-	})
+		"LONGRUN_SEAL_SECRET": b.lr.SealSecret.SecretArn(),
+	}), nil)
 	b.function("notifier", map[string]*string{"LONGRUN_EVENT_BUS": b.lr.Bus.EventBusName()})
 	reconcilerEnv := map[string]*string{
 		"LONGRUN_STATE_MACHINES": b.machinesJSON, "LONGRUN_DEAD_LETTER_QUEUE_URL": dlq.QueueUrl(),

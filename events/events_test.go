@@ -38,7 +38,7 @@ func TestSamplesAreWhatTheFunctionsRead(t *testing.T) {
 
 	var dispatcher lambdaevents.DynamoDBEvent
 	strict(t, "dispatcher", &dispatcher)
-	if id, ok := dynamo.AcceptedOperation(dispatcher.Records[0]); !ok || id != "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3" {
+	if id, ok := dynamo.OutboxOperation(dispatcher.Records[0]); !ok || id != "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3" {
 		t.Fatalf("dispatcher sample: %q %v", id, ok)
 	}
 
@@ -112,7 +112,7 @@ func TestStateChangedSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sample := range []string{"operation-state-changed", "operation-state-changed-result-omitted"} {
+	for _, sample := range []string{"operation-state-changed", "operation-state-changed-result-omitted", "operation-state-changed-awaiting"} {
 		if err := v.Validate(Sample(sample)); err != nil {
 			t.Fatalf("the sample event %s: %v", sample, err)
 		}
@@ -144,6 +144,16 @@ func TestStateChangedSchema(t *testing.T) {
 	if err := v.Validate(noProblem); err != nil || !bytes.Contains(noProblem, []byte(`"problemOmitted":true`)) {
 		t.Fatalf("the notifier's detail without its problem: %v\n%.300s", err, noProblem)
 	}
+	// And so does what it builds while the work waits for a signal: the representation's
+	// awaiting.
+	waits := c
+	waits.State, waits.PreviousState, waits.Rep.Result = "running", "running", nil
+	waits.Rep.Awaiting = &operation.AwaitingView{Signal: "approval", Since: "2026-11-30T10:00:03.000Z", Until: "2026-12-01T10:00:03.000Z"}
+	awaiting := []byte(`{"source":"longrun","detail-type":"Operation State Changed","detail":` + string(notify.Encode(waits)) + `}`)
+	if err := v.Validate(awaiting); err != nil ||
+		!bytes.Contains(awaiting, []byte(`"awaiting":{"signal":"approval","since":"2026-11-30T10:00:03.000Z","until":"2026-12-01T10:00:03.000Z"}`)) {
+		t.Fatalf("the notifier's detail while the work waits: %v\n%s", err, awaiting)
+	}
 	// And the schema can fail.
 	for _, bad := range []string{
 		strings.Replace(string(event), `"version":4`, `"version":0`, 1),
@@ -158,6 +168,10 @@ func TestStateChangedSchema(t *testing.T) {
 		strings.Replace(string(omitted), `"resultOmitted":true`, `"resultOmitted":false`, 1),                // only ever true
 		strings.Replace(string(noProblem), `"problemOmitted":true`, `"problemOmitted":true,"result":{}`, 1), // a result with failed
 		strings.Replace(string(noProblem), `"state":"failed"`, `"state":"succeeded"`, 1),                    // a problem omitted from a success
+		strings.Replace(string(awaiting), `"state":"running"`, `"state":"cancelling"`, 1),                   // a wait once cancelling
+		strings.Replace(string(awaiting), `"signal":"approval"`, `"signal":"Approval"`, 1),                  // not a signal's name
+		strings.Replace(string(awaiting), `,"until":"2026-12-01T10:00:03.000Z"`, ``, 1),                     // a wait without its end
+		strings.Replace(string(awaiting), `"until"`, `"step":1,"until"`, 1),                                 // more than the representation's
 	} {
 		if v.Validate([]byte(bad)) == nil {
 			t.Errorf("accepted: %s", bad)

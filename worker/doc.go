@@ -75,6 +75,46 @@
 //		return worker.Succeed(map[string]string{"jobId": job.ID}), nil
 //	}
 //
+// Work that waits for the world, such as a person's approval or a third party's webhook,
+// waits for a signal: the type declares its signals, and a step that needs one returns
+// [Report.AwaitSignal]. Nothing runs while it waits; the next step runs when the signal
+// arrives (at once if it already has), or after the wait's timeout, and reads it with
+// [Step.Signal] ([Step.Awaited] says whether the wait timed out):
+//
+//	type Approval struct {
+//		Approved bool   `json:"approved"`
+//		Comment  string `json:"comment"`
+//	}
+//
+//	func deploy(ctx context.Context, s worker.Step, in DeployInput) (worker.Report, error) {
+//		if s.Number == 1 { // ask for an approval, then wait up to three days for it
+//			if err := chat.AskApproval(ctx, in.Service, s.OperationID); err != nil {
+//				return worker.Report{}, err
+//			}
+//			return worker.Continue(nil).AwaitSignal("approval", 72*time.Hour), nil
+//		}
+//		sig, ok := s.Signal("approval")
+//		if !ok { // the wait timed out
+//			return worker.Fail("not_approved", "No one approved the deployment in time.", ""), nil
+//		}
+//		var a Approval
+//		if err := sig.Decode(&a); err != nil {
+//			return worker.Report{}, err
+//		}
+//		if !a.Approved {
+//			return worker.Fail("rejected", "The deployment was rejected.", a.Comment), nil
+//		}
+//		if err := deployer.Deploy(ctx, in.Service, s.OperationID); err != nil {
+//			return worker.Report{}, err
+//		}
+//		return worker.Succeed(map[string]string{"approvedBy": sig.Sender}), nil
+//	}
+//
+// Signals that arrive while no step waits for them are kept and given, in the order they
+// arrived, to the next step ([Step.Signals]). A signal that a third party sends without
+// credentials, such as a payment provider's webhook, arrives through a callback URL, which
+// a step hands to the third party ([Step.CallbackURL]).
+//
 // What a Func returns becomes the step's outcome:
 //
 //   - a Report built with [Continue], [Succeed], [Fail] or [ResultLost] is sent as it is,

@@ -184,3 +184,78 @@ func ExampleStep_State() {
 	// step 1 reads from "start"
 	// step 2 reads from "after-1"
 }
+
+// A step that needs a person's approval waits for the signal "approval" (at most three
+// days) rather than polling for it: nothing runs meanwhile. The next step runs when the
+// approval arrives, and reads it, or when the wait times out.
+func ExampleReport_AwaitSignal() {
+	type approval struct {
+		Approved bool   `json:"approved"`
+		Comment  string `json:"comment"`
+	}
+	change := func(_ context.Context, s worker.Step, in struct {
+		Service string `json:"service"`
+	}) (worker.Report, error) {
+		if s.Awaited == nil { // the first step: ask for the approval (by chat, say), then wait for it
+			return worker.Continue(map[string]string{"service": in.Service}).AwaitSignal("approval", 72*time.Hour), nil
+		}
+		if s.Awaited.TimedOut {
+			return worker.Fail("not_approved", "No one approved the change in time.", ""), nil
+		}
+		sig, _ := s.Signal("approval") // the last approval sent, should there be several
+		var a approval
+		if err := sig.Decode(&a); err != nil {
+			return worker.Report{}, err
+		}
+		if !a.Approved {
+			return worker.Fail("rejected", "The change was rejected.", a.Comment), nil
+		}
+		return worker.Succeed(map[string]string{"approvedBy": sig.Sender}), nil
+	}
+	run := func(req worker.Request) worker.Report {
+		rep, err := worker.Run(context.Background(), change, req)
+		out, _ := json.Marshal(rep)
+		fmt.Printf("step %d: %s %v\n", req.Step, out, err)
+		return rep
+	}
+
+	first := run(worker.Request{Step: 1, Input: json.RawMessage(`{"service":"billing"}`)})
+
+	// longrun runs step 2 when the approval arrives, the signal among the step's signals.
+	run(worker.Request{Step: 2, Input: json.RawMessage(`{"service":"billing"}`), State: first.State(),
+		Signals: []worker.Signal{{
+			Name: "approval", Data: json.RawMessage(`{"approved":true,"comment":"Go ahead."}`),
+			ReceivedAt: time.Date(2026, 12, 2, 14, 5, 16, 0, time.UTC), Sender: "arn:aws:iam::123456789012:user/alice", Via: worker.ViaAPI,
+		}},
+		Awaited: &worker.Awaited{Signal: "approval"}})
+
+	// Or after three days without one, the wait timed out.
+	run(worker.Request{Step: 2, Input: json.RawMessage(`{"service":"billing"}`), State: first.State(),
+		Awaited: &worker.Awaited{Signal: "approval", TimedOut: true}})
+	// Output:
+	// step 1: {"status":"continue","state":{"service":"billing"},"await":{"signal":"approval","timeoutSeconds":259200}} <nil>
+	// step 2: {"status":"succeeded","result":{"approvedBy":"arn:aws:iam::123456789012:user/alice"}} <nil>
+	// step 2: {"status":"failed","problem":{"code":"not_approved","title":"No one approved the change in time."}} <nil>
+}
+
+// A third party without credentials, such as a payment provider, sends a signal through
+// its callback URL: a step hands the URL over, then waits for the signal.
+func ExampleStep_CallbackURL() {
+	charge := func(_ context.Context, s worker.Step, _ struct{}) (worker.Report, error) {
+		url, ok := s.CallbackURL("payment-settled")
+		if !ok {
+			return worker.Report{}, errors.New("the type declares no callback signal payment-settled")
+		}
+		// Create the payment, telling the provider to call url when it settles (keyed by
+		// s.IdempotencyKey(), so a redelivered step creates it once).
+		fmt.Println("notify", url)
+		return worker.Continue(nil).AwaitSignal("payment-settled", 24*time.Hour), nil
+	}
+	rep, err := worker.Run(context.Background(), charge, worker.Request{Step: 1, Input: json.RawMessage(`{}`),
+		Callbacks: map[string]string{"payment-settled": "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/callbacks/cb_2f1e0d"}})
+	name, timeout, _ := rep.AwaitsSignal()
+	fmt.Println("awaits", name, "for", timeout, err)
+	// Output:
+	// notify https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/callbacks/cb_2f1e0d
+	// awaits payment-settled for 24h0m0s <nil>
+}

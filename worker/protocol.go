@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -16,7 +17,8 @@ type Status string
 // The statuses of a step report.
 const (
 	// StatusContinue: the work is not done; longrun invokes the next step (at once, after
-	// the type's stepDelay, or after the report's delay), carrying the report's state.
+	// the type's stepDelay, after the report's delay, or when the signal it awaits arrives),
+	// carrying the report's state.
 	StatusContinue Status = "continue"
 	// StatusSucceeded: the work is done; the report's result is the operation's result.
 	StatusSucceeded Status = "succeeded"
@@ -35,6 +37,9 @@ const (
 	MaxResultBytes = 64 << 10
 	// MaxDelay is the longest delay a continue report may ask for.
 	MaxDelay = 24 * time.Hour
+	// MaxAwait is the longest a continue report may wait for a signal ([Report.AwaitSignal]);
+	// the operation's deadline may end the wait sooner.
+	MaxAwait = 30 * 24 * time.Hour
 	// MaxTitleChars, MaxDetailChars and MaxMessageChars are the most characters (Unicode
 	// code points) of a problem's title, a problem's detail and a progress message. [Fail],
 	// [ResultLost] and [Report.WithProgress] cut longer text to its limit.
@@ -82,12 +87,87 @@ type Request struct {
 	// CorrelationID is the operation's correlation id, the same in every step, event and
 	// longrun log line about it; absent for operations admitted before longrun recorded it.
 	CorrelationID string `json:"correlationId,omitempty"`
+	// Signals are the signals that arrived since the previous step was given its own, in
+	// the order they arrived; absent when none did.
+	Signals []Signal `json:"signals,omitempty"`
+	// Awaited is set only on the step right after a report that waited for a signal
+	// ([Report.AwaitSignal]): what the wait came to.
+	Awaited *Awaited `json:"awaited,omitempty"`
+	// Callbacks are the callback URLs of the type's signals that a third party may send
+	// without credentials, by signal name; absent when the type has none.
+	Callbacks map[string]string `json:"callbacks,omitempty"`
+}
+
+// How a signal was sent: its [Signal.Via].
+const (
+	// ViaAPI: a principal sent it through longrun's API; [Signal.Sender] names it.
+	ViaAPI = "api"
+	// ViaCallback: someone sent it through the signal's callback URL ([Step.CallbackURL]),
+	// without credentials, so it has no sender.
+	ViaCallback = "callback"
+)
+
+// Signal is a message an operation received from the world while its work ran, such as an
+// approval or a webhook's call: the type declares the signals it accepts, who may send
+// them and their data's schema. longrun keeps every signal and gives each to one step: the
+// first step it sends after the signal arrived, in [Step.Signals].
+type Signal struct {
+	// Name is the signal's name, as the type declares it.
+	Name string `json:"name"`
+	// Data is the signal's data, a JSON object valid under the signal's schema; read it
+	// with [Signal.Decode].
+	Data json.RawMessage `json:"data"`
+	// ReceivedAt is when longrun received the signal. It is sent in UTC with milliseconds.
+	ReceivedAt time.Time `json:"receivedAt"`
+	// Sender is the principal that sent the signal through longrun's API; "" for a signal
+	// sent through a callback URL, whose sender holds no credentials.
+	Sender string `json:"sender,omitempty"`
+	// Via is how the signal was sent: [ViaAPI] or [ViaCallback].
+	Via string `json:"via"`
+}
+
+// Decode decodes the signal's data into v. Data that is empty (in a Signal a test builds)
+// decodes as the empty object.
+func (s Signal) Decode(v any) error {
+	data := s.Data
+	if len(data) == 0 {
+		data = json.RawMessage(`{}`)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("worker: decode the data of the signal %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// MarshalJSON writes the signal as longrun sends it: the time it was received in UTC with
+// milliseconds, and empty data as the empty object.
+func (s Signal) MarshalJSON() ([]byte, error) {
+	if len(s.Data) == 0 {
+		s.Data = json.RawMessage(`{}`)
+	}
+	return json.Marshal(struct {
+		Name       string          `json:"name"`
+		Data       json.RawMessage `json:"data"`
+		ReceivedAt string          `json:"receivedAt"`
+		Sender     string          `json:"sender,omitempty"`
+		Via        string          `json:"via"`
+	}{s.Name, s.Data, s.ReceivedAt.UTC().Format(deadlineLayout), s.Sender, s.Via})
+}
+
+// Awaited is what a wait for a signal came to, on the step right after it: the signal the
+// previous step waited for, and whether the wait's timeout passed before it arrived. When
+// it did not, the signal is among the step's signals ([Step.Signal]); when it did, none of
+// that name is.
+type Awaited struct {
+	Signal   string `json:"signal"`
+	TimedOut bool   `json:"timedOut"`
 }
 
 // deadlineLayout is how a request writes its deadline: UTC, milliseconds.
 const deadlineLayout = "2006-01-02T15:04:05.000Z"
 
-// MarshalJSON writes the request as longrun sends it, the deadline in UTC with milliseconds.
+// MarshalJSON writes the request as longrun sends it, the deadline and the signals' times in
+// UTC with milliseconds.
 func (r Request) MarshalJSON() ([]byte, error) {
 	type plain Request
 	return json.Marshal(struct {
@@ -124,8 +204,17 @@ type Step struct {
 	// CorrelationID is the operation's correlation id ("" when the request has none): log
 	// it as correlation_id, and one query finds the worker's lines with longrun's.
 	CorrelationID string
+	// Signals are the signals that arrived since the previous step was given its own, in
+	// the order they arrived. Each signal is given to one step only (and again only when
+	// that step is delivered again), so a step that needs one later carries it in its
+	// state. [Step.Signal] finds one by name.
+	Signals []Signal
+	// Awaited is what the previous step's wait for a signal ([Report.AwaitSignal]) came to;
+	// nil when the previous step did not wait for one.
+	Awaited *Awaited
 
-	state json.RawMessage
+	state     json.RawMessage
+	callbacks map[string]string
 }
 
 func (r Request) step() Step {
@@ -138,8 +227,19 @@ func (r Request) step() Step {
 		Deadline:      r.Deadline,
 		StepTimeout:   time.Duration(r.StepTimeoutSeconds) * time.Second,
 		CorrelationID: r.CorrelationID,
+		Signals:       slices.Clone(r.Signals),
+		Awaited:       clonePtr(r.Awaited),
 		state:         r.State,
+		callbacks:     r.Callbacks,
 	}
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // State decodes the state the previous step carried into v. It reports false, and leaves v
@@ -153,6 +253,28 @@ func (s Step) State(v any) (bool, error) {
 		return true, fmt.Errorf("worker: decode the state of step %d: %w", s.Number, err)
 	}
 	return true, nil
+}
+
+// Signal is the last signal called name that the step received, and whether it received
+// one. A signal sent more than once before a step ran (an approver who changed their mind)
+// is in Signals once per send; the last is the one that stands.
+func (s Step) Signal(name string) (Signal, bool) {
+	for i := len(s.Signals) - 1; i >= 0; i-- {
+		if s.Signals[i].Name == name {
+			return s.Signals[i], true
+		}
+	}
+	return Signal{}, false
+}
+
+// CallbackURL is the callback URL of the type's signal called name, and whether the type
+// lets a third party send it without credentials. Hand the URL to the third party (a
+// payment provider's webhook, an approval link): a POST of the signal's data to it sends
+// the signal to this operation. Whoever holds the URL can send the signal, so give it
+// only to whoever should.
+func (s Step) CallbackURL(name string) (string, bool) {
+	url, ok := s.callbacks[name]
+	return url, ok
 }
 
 // IdempotencyKey is the step's deduplication identity, "<operation id>-step-<number>", to

@@ -64,14 +64,22 @@ type Report struct {
 	progress *Progress
 	delay    *int // seconds
 	wait     bool
+	await    *await
 	err      error // from building it
+}
+
+// await is a continue report's wait for a signal, as it is sent.
+type await struct {
+	Signal         string `json:"signal"`
+	TimeoutSeconds int    `json:"timeoutSeconds"`
 }
 
 // Continue reports that the work is not done: longrun invokes the next step with state, the
 // JSON encoding of state (at most [MaxStateBytes]), as the next step's [Step.State]. A nil
 // state, or one that encodes as null, carries none.
 //
-// Without [Report.Wait] or [Report.After] the next step is invoked at once.
+// Without [Report.Wait], [Report.After] or [Report.AwaitSignal] the next step is invoked at
+// once.
 func Continue(state any) Report {
 	r := Report{status: StatusContinue}
 	r.state, r.err = encode("state", state)
@@ -161,6 +169,34 @@ func (r Report) After(d time.Duration) Report {
 	return r
 }
 
+// AwaitSignal returns a continue report that asks longrun to run the next step when the
+// signal called name arrives, or when timeout (rounded up to a whole second, more than 0
+// and at most [MaxAwait]) has passed without it: how a worker waits for an approval or a
+// third party's webhook without polling. If such a signal arrived before and no step was
+// given it yet, the next step runs at once. The next step finds the signal with
+// [Step.Signal], what the wait came to in [Step.Awaited], and the report's state as usual.
+//
+// Nothing runs while the work waits, neither the worker nor longrun's workflow, and nothing
+// polls: the signal wakes the work, or longrun's reconciler does at the timeout. A cancel
+// during the wait ends the operation canceled at once; the operation's deadline, if it
+// comes first, ends it failed (deadline_exceeded).
+//
+// name must match ^[a-z][a-z0-9_-]{0,63}$ and be a signal the type declares (no other can
+// arrive). A report waits for a signal or for a time, not both: AwaitSignal with
+// [Report.Wait] or [Report.After] is an error when the report is encoded.
+func (r Report) AwaitSignal(name string, timeout time.Duration) Report {
+	if !r.continuing("AwaitSignal") {
+		return r
+	}
+	if timeout <= 0 || timeout > MaxAwait {
+		r.err = errors.Join(r.err, fmt.Errorf("worker: the timeout %v of the wait for the signal %q is not more than 0 and at most %v", timeout, clamp(name, 80), MaxAwait))
+		return r
+	}
+	secs := int((timeout + time.Second - 1) / time.Second)
+	r.await = &await{Signal: name, TimeoutSeconds: secs}
+	return r
+}
+
 func (r *Report) continuing(method string) bool {
 	if r.status == StatusContinue {
 		return true
@@ -226,6 +262,15 @@ func (r Report) Delay() (time.Duration, bool) {
 // ([Report.Wait]). A delay from [Report.After] wins over it.
 func (r Report) WaitsStepDelay() bool { return r.wait }
 
+// AwaitsSignal is the signal a continue report waits for with [Report.AwaitSignal] and the
+// wait's timeout, and whether it waits for one.
+func (r Report) AwaitsSignal() (name string, timeout time.Duration, ok bool) {
+	if r.await == nil {
+		return "", 0, false
+	}
+	return r.await.Signal, time.Duration(r.await.TimeoutSeconds) * time.Second, true
+}
+
 func (r Report) statusName() Status {
 	if r.status == "" {
 		return "zero"
@@ -242,6 +287,7 @@ type wireReport struct {
 	Progress     *Progress       `json:"progress,omitempty"`
 	DelaySeconds *int            `json:"delaySeconds,omitempty"`
 	Wait         bool            `json:"wait,omitempty"`
+	Await        *await          `json:"await,omitempty"`
 }
 
 // MarshalJSON writes the report as the step's return value, after checking it against the
@@ -252,7 +298,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(wireReport{
 		Status: r.status, State: r.state, Result: r.result, Problem: r.problem,
-		Progress: r.progress, DelaySeconds: r.delay, Wait: r.wait,
+		Progress: r.progress, DelaySeconds: r.delay, Wait: r.wait, Await: r.await,
 	})
 }
 
@@ -273,7 +319,7 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 
 // allowed is the members each status allows.
 var allowed = map[Status][]string{
-	StatusContinue:       {"status", "state", "progress", "delaySeconds", "wait"},
+	StatusContinue:       {"status", "state", "progress", "delaySeconds", "wait", "await"},
 	StatusSucceeded:      {"status", "result", "progress"},
 	StatusFailed:         {"status", "problem", "progress"},
 	StatusOutcomeUnknown: {"status", "problem", "progress"},
@@ -338,7 +384,40 @@ func decodeReport(b []byte) (Report, error) {
 			return Report{}, err
 		}
 	}
+	if raw, ok := m["await"]; ok {
+		if rep.await, err = decodeAwait(raw); err != nil {
+			return Report{}, err
+		}
+	}
 	return rep, nil
+}
+
+func decodeAwait(raw json.RawMessage) (*await, error) {
+	m, err := members(raw, "await")
+	if err != nil {
+		return nil, err
+	}
+	var a await
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "signal":
+			if err := strict(m[k], "await.signal", &a.Signal); err != nil {
+				return nil, err
+			}
+		case "timeoutSeconds":
+			if a.TimeoutSeconds, err = integer(m[k], "await.timeoutSeconds"); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("%q is not a member of await", k)
+		}
+	}
+	for _, k := range []string{"signal", "timeoutSeconds"} {
+		if _, ok := m[k]; !ok {
+			return nil, fmt.Errorf("await.%s is missing", k)
+		}
+	}
+	return &a, nil
 }
 
 func decodeProblem(raw json.RawMessage) (*Problem, error) {
@@ -464,7 +543,10 @@ func encode(what string, v any) (json.RawMessage, error) {
 	return b, nil
 }
 
-var codePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+var (
+	codePattern       = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	signalNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+)
 
 // validate checks the report against the protocol's rules and limits.
 func (r Report) validate() error {
@@ -485,7 +567,7 @@ func (r Report) validate() error {
 		present bool
 	}{
 		{"state", r.state != nil}, {"result", r.result != nil}, {"problem", r.problem != nil},
-		{"delaySeconds", r.delay != nil}, {"wait", r.wait},
+		{"delaySeconds", r.delay != nil}, {"wait", r.wait}, {"await", r.await != nil},
 	} {
 		if m.present && !slices.Contains(names, m.name) {
 			bad("%s is not a member of a %s report", m.name, r.status)
@@ -503,6 +585,17 @@ func (r Report) validate() error {
 	}
 	if r.delay != nil && (*r.delay < 0 || *r.delay > int(MaxDelay/time.Second)) {
 		bad("delaySeconds %d is not between 0 and %d", *r.delay, int(MaxDelay/time.Second))
+	}
+	if a := r.await; a != nil {
+		if !signalNamePattern.MatchString(a.Signal) {
+			bad("the signal name %q does not match %s", clamp(a.Signal, 80), signalNamePattern)
+		}
+		if a.TimeoutSeconds < 1 || a.TimeoutSeconds > int(MaxAwait/time.Second) {
+			bad("await timeoutSeconds %d is not between 1 and %d", a.TimeoutSeconds, int(MaxAwait/time.Second))
+		}
+		if r.wait || r.delay != nil {
+			bad("a report waits for a signal (AwaitSignal) or for a time (Wait, After), not both")
+		}
 	}
 	if r.status == StatusFailed && r.problem == nil {
 		bad("a failed report needs a problem")

@@ -151,6 +151,11 @@ func TestGoAndTheSchemaAgreeOnReports(t *testing.T) {
 		`{"status":"continue","delaySeconds":30.0}`,
 		`{"status":"continue","wait":false}`,
 		`{"status":"continue","progress":{"totalSteps":1,"percent":0,"message":"` + str(200, "é") + `"}}`,
+		`{"status":"continue","await":{"signal":"approval","timeoutSeconds":259200}}`,
+		`{"status":"continue","state":{"n":1},"await":{"timeoutSeconds":1,"signal":"a"},"progress":{}}`,
+		`{"status":"continue","await":{"signal":"a` + str(63, "-") + `","timeoutSeconds":2592000}}`,
+		`{"status":"continue","await":{"signal":"payment_settled-2","timeoutSeconds":60.0}}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":60},"wait":false}`,
 		`{"status":"succeeded"}`,
 		`{"status":"succeeded","result":{},"progress":{"percent":100}}`,
 		`{"status":"failed","problem":{"code":"a","title":"t"}}`,
@@ -205,6 +210,32 @@ func TestGoAndTheSchemaAgreeOnReports(t *testing.T) {
 		`{"status":"continue","progress":{"percent":"40"}}`,
 		`{"status":"continue","progress":{"message":"` + str(201, "é") + `"}}`,
 		`{"status":"continue","progress":{"completedSteps":2}}`,
+		// await
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":1},"wait":true}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":1},"delaySeconds":0}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":1},"delaySeconds":30,"wait":true}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":0}}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":-1}}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":2592001}}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":1.5}}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":"60"}}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":null}}`,
+		`{"status":"continue","await":{"signal":"Approval","timeoutSeconds":1}}`,
+		`{"status":"continue","await":{"signal":"1a","timeoutSeconds":1}}`,
+		`{"status":"continue","await":{"signal":"","timeoutSeconds":1}}`,
+		`{"status":"continue","await":{"signal":"a.b","timeoutSeconds":1}}`,
+		`{"status":"continue","await":{"signal":"a` + str(64, "b") + `","timeoutSeconds":1}}`,
+		`{"status":"continue","await":{"signal":null,"timeoutSeconds":1}}`,
+		`{"status":"continue","await":{"signal":"a","timeoutSeconds":1,"data":{}}}`,
+		`{"status":"continue","await":{"Signal":"a","timeoutSeconds":1}}`,
+		`{"status":"continue","await":{"signal":"a"}}`,
+		`{"status":"continue","await":{"timeoutSeconds":1}}`,
+		`{"status":"continue","await":{}}`,
+		`{"status":"continue","await":null}`,
+		`{"status":"continue","await":"approval"}`,
+		`{"status":"continue","Await":{"signal":"a","timeoutSeconds":1}}`,
+		`{"status":"succeeded","await":{"signal":"a","timeoutSeconds":1}}`,
+		`{"status":"failed","problem":{"code":"a","title":"t"},"await":{"signal":"a","timeoutSeconds":1}}`,
 	}
 	for _, doc := range valid {
 		if err := validate(s, []byte(doc)); err != nil {
@@ -270,6 +301,14 @@ func TestBuiltReportsAreValid(t *testing.T) {
 		{worker.Continue("cursor").After(1500 * time.Millisecond), `{"status":"continue","state":"cursor","delaySeconds":2}`},
 		{worker.Continue(nil).Wait().After(0), `{"status":"continue","delaySeconds":0,"wait":true}`},
 		{worker.Continue(nil).After(worker.MaxDelay), `{"status":"continue","delaySeconds":86400}`},
+		{worker.Continue(map[string]string{"ticket": "CHG-1"}).AwaitSignal("approval", 72*time.Hour),
+			`{"status":"continue","state":{"ticket":"CHG-1"},"await":{"signal":"approval","timeoutSeconds":259200}}`},
+		{worker.Continue(nil).AwaitSignal("a", time.Nanosecond), `{"status":"continue","await":{"signal":"a","timeoutSeconds":1}}`},
+		{worker.Continue(nil).AwaitSignal("payment-settled", 1500*time.Millisecond), `{"status":"continue","await":{"signal":"payment-settled","timeoutSeconds":2}}`},
+		{worker.Continue(nil).AwaitSignal("a", worker.MaxAwait), `{"status":"continue","await":{"signal":"a","timeoutSeconds":2592000}}`},
+		{worker.Continue(nil).AwaitSignal("a", time.Minute).AwaitSignal("b", time.Hour), `{"status":"continue","await":{"signal":"b","timeoutSeconds":3600}}`},
+		{worker.Continue(nil).AwaitSignal("a", time.Minute).WithProgress(worker.Progress{Message: "Waiting for a."}),
+			`{"status":"continue","progress":{"message":"Waiting for a."},"await":{"signal":"a","timeoutSeconds":60}}`},
 		{worker.Continue(struct {
 			Done int `json:"done"`
 		}{1}).WithProgress(worker.Progress{TotalSteps: 3, Percent: new(33.5), Message: "step 1 of 3 done"}),
@@ -313,6 +352,47 @@ func TestRequestsAgainstTheSchema(t *testing.T) {
 	if !strings.Contains(string(raw), `"deadline":"2026-12-01T12:00:00.123Z"`) {
 		t.Fatalf("deadline not in UTC with milliseconds: %s", raw)
 	}
+	for _, m := range []string{"signals", "awaited", "callbacks"} {
+		if strings.Contains(string(raw), `"`+m+`"`) {
+			t.Fatalf("%s is sent without a value: %s", m, raw)
+		}
+	}
+
+	// With signals, what a wait came to and callback URLs, the request is still valid: its
+	// signals' times in UTC with milliseconds like the deadline, a signal without data
+	// with the empty object.
+	withSignals := req
+	withSignals.Signals = []worker.Signal{
+		{Name: "approval", Data: json.RawMessage(`{"approved":true}`), Sender: "arn:aws:iam::123456789012:user/alice", Via: worker.ViaAPI,
+			ReceivedAt: time.Date(2026, 12, 2, 15, 5, 16, 987654321, time.FixedZone("CET", 3600))},
+		{Name: "payment-settled", ReceivedAt: time.Date(2026, 12, 2, 14, 6, 0, 0, time.UTC), Via: worker.ViaCallback},
+	}
+	withSignals.Awaited = &worker.Awaited{Signal: "approval"}
+	withSignals.Callbacks = map[string]string{"payment-settled": "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/callbacks/cb_2f1e0d"}
+	raw, err = json.Marshal(withSignals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(s, raw); err != nil {
+		t.Fatalf("schema rejects %s: %v", raw, err)
+	}
+	for _, want := range []string{
+		`"signals":[{"name":"approval","data":{"approved":true},"receivedAt":"2026-12-02T14:05:16.987Z","sender":"arn:aws:iam::123456789012:user/alice","via":"api"},` +
+			`{"name":"payment-settled","data":{},"receivedAt":"2026-12-02T14:06:00.000Z","via":"callback"}]`,
+		`"awaited":{"signal":"approval","timedOut":false}`,
+		`"callbacks":{"payment-settled":"https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/callbacks/cb_2f1e0d"}`,
+	} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("%s does not hold %s", raw, want)
+		}
+	}
+	var back worker.Request
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := json.Marshal(back); err != nil || string(again) != string(raw) {
+		t.Fatalf("the request does not round-trip:\n%s\n%s %v", raw, again, err)
+	}
 
 	ran := false
 	h := worker.Handler(func(context.Context, worker.Step, map[string]any) (worker.Report, error) {
@@ -343,8 +423,9 @@ func TestRequestsAgainstTheSchema(t *testing.T) {
 	}
 }
 
-// The JSON examples of docs/worker-protocol.md are valid: its request under the request
-// schema, each of its report lines under the report schema and in Go.
+// The JSON examples of docs/worker-protocol.md are valid: its requests under the request
+// schema and through the Go type unchanged, each of its report lines under the report
+// schema and in Go.
 func TestTheProtocolDocsExamplesAreValid(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "worker-protocol.md"))
 	if err != nil {
@@ -360,6 +441,14 @@ func TestTheProtocolDocsExamplesAreValid(t *testing.T) {
 			if err := validate(reqSchema, []byte(block)); err != nil {
 				t.Errorf("request example: %v\n%s", err, block)
 			}
+			var req worker.Request
+			if err := json.Unmarshal([]byte(block), &req); err != nil {
+				t.Errorf("request example: %v\n%s", err, block)
+				continue
+			}
+			if again, err := json.Marshal(req); err != nil || !sameJSON(t, []byte(block), again) {
+				t.Errorf("request example does not round-trip: %s %v", again, err)
+			}
 			continue
 		}
 		for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
@@ -373,11 +462,12 @@ func TestTheProtocolDocsExamplesAreValid(t *testing.T) {
 			}
 		}
 	}
-	if requests != 1 || reports != 4 {
-		t.Fatalf("%d request and %d report examples, want 1 and 4", requests, reports)
+	if requests != 2 || reports != 5 {
+		t.Fatalf("%d request and %d report examples, want 2 (a first step, a step after a wait) and 5 (one per status, one awaiting a signal)", requests, reports)
 	}
 	for _, want := range []string{worker.Protocol, "`continue`", "`succeeded`", "`failed`", "`outcome_unknown`",
-		"32 KiB (32 768 bytes)", "64 KiB (65 536 bytes)", "0 to 86 400", "`^[a-z][a-z0-9_]{0,63}$`"} {
+		"32 KiB (32 768 bytes)", "64 KiB (65 536 bytes)", "0 to 86 400", "`^[a-z][a-z0-9_]{0,63}$`",
+		"1 to 2 592 000 (30 days)", "`^[a-z][a-z0-9_-]{0,63}$`", "`awaited`", "`callbacks`", "`signals`"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("docs/worker-protocol.md does not say %s", want)
 		}

@@ -171,6 +171,17 @@ func TestAWronglyBuiltReportIsAnError(t *testing.T) {
 		{worker.Fail("quota", "", ""), "title must have 1 to 200"},
 		{worker.Succeed(nil).WithProgress(worker.Progress{TotalSteps: -1}), "totalSteps -1"},
 		{worker.Succeed(nil).WithProgress(worker.Progress{Percent: new(100.01)}), "percent 100.01"},
+		{worker.Succeed(nil).AwaitSignal("approval", time.Hour), "AwaitSignal is only for a continue report"},
+		{worker.ResultLost("").AwaitSignal("approval", time.Hour), "AwaitSignal is only for a continue report"},
+		{worker.Continue(nil).AwaitSignal("approval", 0), "is not more than 0 and at most 720h0m0s"},
+		{worker.Continue(nil).AwaitSignal("approval", -time.Second), "is not more than 0 and at most 720h0m0s"},
+		{worker.Continue(nil).AwaitSignal("approval", worker.MaxAwait+time.Nanosecond), "is not more than 0 and at most 720h0m0s"},
+		{worker.Continue(nil).AwaitSignal("Approval", time.Hour), `signal name "Approval" does not match`},
+		{worker.Continue(nil).AwaitSignal("", time.Hour), `signal name "" does not match`},
+		{worker.Continue(nil).AwaitSignal("approval.v2", time.Hour), "does not match"},
+		{worker.Continue(nil).AwaitSignal("a"+strings.Repeat("b", 64), time.Hour), "does not match"},
+		{worker.Continue(nil).Wait().AwaitSignal("approval", time.Hour), "waits for a signal (AwaitSignal) or for a time (Wait, After), not both"},
+		{worker.Continue(nil).AwaitSignal("approval", time.Hour).After(0), "not both"},
 	} {
 		h := worker.Handler(func(context.Context, worker.Step, any) (worker.Report, error) { return tc.rep, nil })
 		out, err := h(context.Background(), sample(t, "step-request-first"))
@@ -330,5 +341,183 @@ func TestTheStepTimeoutEndsTheContext(t *testing.T) {
 	}, req)
 	if err == nil {
 		t.Fatalf("an error within the step's time is the invocation's failure: %+v", rep)
+	}
+}
+
+// A step after a wait for a signal sees, as the request carries them, the signals that
+// arrived, what the wait came to and the type's callback URLs.
+func TestTheStepHasItsSignals(t *testing.T) {
+	var got worker.Step
+	h := worker.Handler(func(_ context.Context, s worker.Step, _ map[string]any) (worker.Report, error) {
+		got = s
+		return worker.Succeed(nil), nil
+	})
+	payload := `{"protocol":"longrun.step.v1","operationId":"op_01JDY3Q4W5E6R7T8Y9V0A1B2C3","type":"deploy.service","version":1,` +
+		`"input":{},"step":2,"maxSteps":5,"deadline":"2026-12-08T12:00:00.000Z","stepTimeoutSeconds":60,` +
+		`"signals":[` +
+		`{"name":"approval","data":{"approved":false},"receivedAt":"2026-12-02T14:01:00.000Z","sender":"arn:aws:iam::123456789012:user/bob","via":"api"},` +
+		`{"name":"comment","data":{"text":"ship it"},"receivedAt":"2026-12-02T14:03:00.000Z","sender":"arn:aws:iam::123456789012:user/alice","via":"api"},` +
+		`{"name":"approval","data":{"approved":true},"receivedAt":"2026-12-02T14:05:16.000Z","sender":"arn:aws:iam::123456789012:user/alice","via":"api"}],` +
+		`"awaited":{"signal":"approval","timedOut":false},` +
+		`"callbacks":{"payment-settled":"https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/callbacks/cb_2f1e0d"}}`
+	if _, err := h(context.Background(), json.RawMessage(payload)); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Signals) != 3 || got.Signals[0].Name != "approval" || got.Signals[1].Name != "comment" || got.Signals[2].Name != "approval" {
+		t.Fatalf("signals %+v, want the three in the order they arrived", got.Signals)
+	}
+	if got.Awaited == nil || *got.Awaited != (worker.Awaited{Signal: "approval"}) {
+		t.Fatalf("awaited %+v", got.Awaited)
+	}
+	// Of two approvals, the last stands.
+	sig, ok := got.Signal("approval")
+	want := worker.Signal{Name: "approval", Data: json.RawMessage(`{"approved":true}`),
+		ReceivedAt: time.Date(2026, 12, 2, 14, 5, 16, 0, time.UTC), Sender: "arn:aws:iam::123456789012:user/alice", Via: worker.ViaAPI}
+	if !ok || sig.Name != want.Name || string(sig.Data) != string(want.Data) || !sig.ReceivedAt.Equal(want.ReceivedAt) ||
+		sig.Sender != want.Sender || sig.Via != want.Via {
+		t.Fatalf("Signal(approval) = %+v %v, want %+v", sig, ok, want)
+	}
+	var approval struct {
+		Approved bool `json:"approved"`
+	}
+	if err := sig.Decode(&approval); err != nil || !approval.Approved {
+		t.Fatalf("decoded %+v %v", approval, err)
+	}
+	if sig, ok := got.Signal("payment-settled"); ok {
+		t.Fatalf("a signal that did not arrive: %+v", sig)
+	}
+	if url, ok := got.CallbackURL("payment-settled"); !ok || url != "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/callbacks/cb_2f1e0d" {
+		t.Fatalf("callback URL %q %v", url, ok)
+	}
+	if url, ok := got.CallbackURL("approval"); ok {
+		t.Fatalf("approval has no callback URL, got %q", url)
+	}
+
+	// A step without any of it: no signals, no wait, no callback URL.
+	if _, err := h(context.Background(), sample(t, "step-request-later")); err != nil {
+		t.Fatal(err)
+	}
+	if got.Signals != nil || got.Awaited != nil {
+		t.Fatalf("signals %+v, awaited %+v", got.Signals, got.Awaited)
+	}
+	if _, ok := got.Signal("approval"); ok {
+		t.Fatal("a signal on a step that received none")
+	}
+	if _, ok := got.CallbackURL("payment-settled"); ok {
+		t.Fatal("a callback URL on a request that carries none")
+	}
+}
+
+// Run gives the Func the request's signals and what the wait came to: a team's test of a
+// step after a wait, including one that timed out. What the Func does with them leaves the
+// test's request alone.
+func TestRunWithSignals(t *testing.T) {
+	type approval struct {
+		Approved bool   `json:"approved"`
+		Comment  string `json:"comment"`
+	}
+	decide := func(_ context.Context, s worker.Step, _ struct{}) (worker.Report, error) {
+		if s.Awaited == nil {
+			return worker.Continue(nil).AwaitSignal("approval", 72*time.Hour), nil
+		}
+		if s.Awaited.TimedOut {
+			return worker.Fail("not_approved", "No one approved in time.", ""), nil
+		}
+		sig, ok := s.Signal(s.Awaited.Signal)
+		if !ok {
+			return worker.Report{}, errors.New("the awaited signal is missing")
+		}
+		var a approval
+		if err := sig.Decode(&a); err != nil {
+			return worker.Report{}, err
+		}
+		s.Signals[0].Name = "changed" // the step's own copy
+		s.Awaited.Signal = "changed"
+		if !a.Approved {
+			return worker.Fail("rejected", "The change was rejected.", a.Comment), nil
+		}
+		return worker.Succeed(map[string]string{"approvedBy": sig.Sender}), nil
+	}
+	first := worker.Request{Step: 1, Input: json.RawMessage(`{}`)}
+	rep, err := worker.Run(context.Background(), decide, first)
+	if name, timeout, ok := rep.AwaitsSignal(); err != nil || !ok || name != "approval" || timeout != 72*time.Hour {
+		t.Fatalf("step 1: %v %v %v %v", name, timeout, ok, err)
+	}
+	for _, tc := range []struct {
+		name    string
+		signals []worker.Signal
+		awaited worker.Awaited
+		want    string
+	}{
+		{"approved", []worker.Signal{{Name: "approval", Data: json.RawMessage(`{"approved":true}`), Sender: "alice", Via: worker.ViaAPI}},
+			worker.Awaited{Signal: "approval"}, `{"status":"succeeded","result":{"approvedBy":"alice"}}`},
+		{"rejected", []worker.Signal{{Name: "approval", Data: json.RawMessage(`{"approved":false,"comment":"not on a Friday"}`), Sender: "bob", Via: worker.ViaAPI}},
+			worker.Awaited{Signal: "approval"}, `{"status":"failed","problem":{"code":"rejected","title":"The change was rejected.","detail":"not on a Friday"}}`},
+		{"timed out", nil, worker.Awaited{Signal: "approval", TimedOut: true},
+			`{"status":"failed","problem":{"code":"not_approved","title":"No one approved in time."}}`},
+		{"data that does not decode", []worker.Signal{{Name: "approval", Data: json.RawMessage(`{"approved":"yes"}`)}},
+			worker.Awaited{Signal: "approval"}, ""},
+	} {
+		awaited := tc.awaited
+		req := worker.Request{Step: 2, Input: json.RawMessage(`{}`), Signals: tc.signals, Awaited: &awaited}
+		rep, err := worker.Run(context.Background(), decide, req)
+		if tc.want == "" {
+			if err == nil || !strings.Contains(err.Error(), "decode the data of the signal approval") {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		out, _ := json.Marshal(rep)
+		if err != nil || string(out) != tc.want {
+			t.Errorf("%s: %s %v, want %s", tc.name, out, err, tc.want)
+		}
+		if awaited.Signal != "approval" || len(tc.signals) > 0 && tc.signals[0].Name != "approval" {
+			t.Errorf("%s: the step changed the request's signals: %+v %+v", tc.name, tc.signals, awaited)
+		}
+	}
+}
+
+// A report waiting for a signal survives JSON, both ways, and says what it waits for.
+func TestAwaitSignalRoundTrips(t *testing.T) {
+	rep := worker.Continue(map[string]int{"n": 1}).AwaitSignal("approval", 90*time.Minute+time.Millisecond)
+	if name, timeout, ok := rep.AwaitsSignal(); !ok || name != "approval" || timeout != 90*time.Minute+time.Second {
+		t.Fatalf("AwaitsSignal: %q %v %v", name, timeout, ok)
+	}
+	if _, ok := rep.Delay(); ok || rep.WaitsStepDelay() {
+		t.Fatal("a wait for a signal is no wait for a time")
+	}
+	out, err := json.Marshal(rep)
+	if err != nil || string(out) != `{"status":"continue","state":{"n":1},"await":{"signal":"approval","timeoutSeconds":5401}}` {
+		t.Fatalf("%s %v", out, err)
+	}
+	var back worker.Report
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if name, timeout, ok := back.AwaitsSignal(); !ok || name != "approval" || timeout != 5401*time.Second {
+		t.Fatalf("decoded: %q %v %v", name, timeout, ok)
+	}
+	if worker.MaxAwait != 2592000*time.Second {
+		t.Fatalf("MaxAwait %v is not the protocol's 2592000 s", worker.MaxAwait)
+	}
+	if _, _, ok := worker.Continue(nil).Wait().AwaitsSignal(); ok {
+		t.Fatal("a report that waits for a time awaits a signal")
+	}
+}
+
+// A signal's data decodes into the team's type; data a test leaves out is the empty object.
+func TestSignalDecode(t *testing.T) {
+	var v struct {
+		Amount int `json:"amount"`
+	}
+	if err := (worker.Signal{Name: "paid", Data: json.RawMessage(`{"amount":1200}`)}).Decode(&v); err != nil || v.Amount != 1200 {
+		t.Fatalf("%+v %v", v, err)
+	}
+	var m map[string]any
+	if err := (worker.Signal{Name: "paid"}).Decode(&m); err != nil || m == nil || len(m) != 0 {
+		t.Fatalf("no data: %v %v", m, err)
+	}
+	if err := (worker.Signal{Name: "paid", Data: json.RawMessage(`{"amount":"1200"}`)}).Decode(&v); err == nil || !strings.Contains(err.Error(), "signal paid") {
+		t.Fatalf("a bad amount: %v", err)
 	}
 }

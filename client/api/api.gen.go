@@ -46,6 +46,7 @@ const (
 	ErrorCodeTargetBusy               ErrorCode = "target_busy"
 	ErrorCodeUnauthenticated          ErrorCode = "unauthenticated"
 	ErrorCodeUnavailable              ErrorCode = "unavailable"
+	ErrorCodeUnknownSignal            ErrorCode = "unknown_signal"
 	ErrorCodeUnsupportedMediaType     ErrorCode = "unsupported_media_type"
 	ErrorCodeUnsupportedOperationType ErrorCode = "unsupported_operation_type"
 	ErrorCodeVersionMismatch          ErrorCode = "version_mismatch"
@@ -80,6 +81,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeUnavailable:
 		return true
+	case ErrorCodeUnknownSignal:
+		return true
 	case ErrorCodeUnsupportedMediaType:
 		return true
 	case ErrorCodeUnsupportedOperationType:
@@ -103,6 +106,27 @@ func (e ResolveRequestOutcome) Valid() bool {
 	case ResolveRequestOutcomeFailed:
 		return true
 	case ResolveRequestOutcomeSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SignalSender.
+const (
+	SignalSenderCaller   SignalSender = "caller"
+	SignalSenderOperator SignalSender = "operator"
+	SignalSenderTenant   SignalSender = "tenant"
+)
+
+// Valid indicates whether the value is a known member of the SignalSender enum.
+func (e SignalSender) Valid() bool {
+	switch e {
+	case SignalSenderCaller:
+		return true
+	case SignalSenderOperator:
+		return true
+	case SignalSenderTenant:
 		return true
 	default:
 		return false
@@ -197,6 +221,20 @@ type AdmissionRequest struct {
 // belongs to (both enforced below).
 type AlreadyTerminalProblem = Problem
 
+// Awaiting The signal the operation's work waits for: a step asked to wait for `signal` (`POST /v1/operations/{operationId}/signals/{signal}` sends it) at `since`, and the next step runs when it arrives, or at `until` without it. Present only while the work waits: from the step that asked until the next step starts (a signal that arrived, or the wait's end, starts it at once), and never once the operation is `cancelling` or has ended.
+type Awaiting struct {
+	// Signal A signal's name, as its operation type declares it: a lowercase letter, then at most 63 lowercase letters, digits, `_` or `-` (it is a path segment).
+	//
+	// Examples: approval
+	Signal SignalName `json:"signal"`
+
+	// Since UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
+	Since Timestamp `json:"since"`
+
+	// Until UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
+	Until Timestamp `json:"until"`
+}
+
 // ETagValue defines model for ETagValue.
 type ETagValue = string
 
@@ -240,9 +278,12 @@ type NotFoundProblem = Problem
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
-// `progress` is absent until a step has completed.
+// `progress` is absent until a step has completed; `awaiting` is present only while
+// the work waits for a signal (`dispatched` or `running`).
 type Operation struct {
-	CancelRequested bool `json:"cancelRequested"`
+	// Awaiting The signal the operation's work waits for: a step asked to wait for `signal` (`POST /v1/operations/{operationId}/signals/{signal}` sends it) at `since`, and the next step runs when it arrives, or at `until` without it. Present only while the work waits: from the step that asked until the next step starts (a signal that arrived, or the wait's end, starts it at once), and never once the operation is `cancelling` or has ended.
+	Awaiting        *Awaiting `json:"awaiting,omitempty"`
+	CancelRequested bool      `json:"cancelRequested"`
 
 	// CreatedAt UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
 	CreatedAt Timestamp `json:"createdAt"`
@@ -326,6 +367,9 @@ type OperationType struct {
 	// Examples: export.orders, demo.task
 	Name OperationTypeName `json:"name"`
 
+	// Signals The signals its operations accept from the world while they run (`POST /v1/operations/{operationId}/signals/{signal}`), in the order the deployment's definitions file declares them; absent when the type declares none.
+	Signals *[]SignalDeclaration `json:"signals,omitempty"`
+
 	// Version The type's version (its template revision); part of every admission's fingerprint, so a replay across a version change is a different request.
 	Version int `json:"version"`
 }
@@ -356,7 +400,7 @@ type Problem struct {
 	// Errors The fields that failed validation (`invalid_input`), at most 20; `detail` says how many there were when there were more.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
-	// OperationID The caller's own operation the problem is about: the one holding the target (`target_busy`), the one the key was first used for (`idempotency_key_reused`, always present), or the one a cancel was refused for (`already_terminal`, `version_mismatch`).
+	// OperationID The caller's own operation the problem is about: the one holding the target (`target_busy`), the one the key was first used for (`idempotency_key_reused`, always present), or the one a cancel or a signal was refused for (`already_terminal`, `version_mismatch`, `unknown_signal`).
 	//
 	// Examples: op_01JDY3Q4W5E6R7T8Y9V0A1B2C3
 	OperationID *OperationID `json:"operationId,omitempty"`
@@ -410,6 +454,49 @@ type ResolveRequest struct {
 // ResolveRequestOutcome defines model for ResolveRequest.Outcome.
 type ResolveRequestOutcome string
 
+// SignalBadRequestProblem RFC 9457 problem details. `code` decides; `type` is
+// `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
+// belongs to (both enforced below).
+type SignalBadRequestProblem = Problem
+
+// SignalConflictProblem RFC 9457 problem details. `code` decides; `type` is
+// `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
+// belongs to (both enforced below).
+type SignalConflictProblem = Problem
+
+// SignalData A signal's data: a JSON object the signal's `schema` (`GET /v1/operation-types/{name}`) judges.
+type SignalData = map[string]interface{}
+
+// SignalDeclaration A signal an operation type declares: its name, the JSON Schema its data must satisfy, and who may send it.
+//
+// Examples: {"callback":false,"name":"approval","notCreator":true,"schema":{"additionalProperties":false,"properties":{"approved":{"description":"Whether the work may go on.","type":"boolean"},"by":{"description":"Who approved or rejected it.","maxLength":200,"type":"string"}},"required":["approved"],"type":"object"},"senders":["tenant"]}
+type SignalDeclaration struct {
+	// Callback Whether a third party without credentials of its own may send it, through a callback URL the operation's worker is given for it.
+	Callback bool `json:"callback"`
+
+	// Name A signal's name, as its operation type declares it: a lowercase letter, then at most 63 lowercase letters, digits, `_` or `-` (it is a path segment).
+	//
+	// Examples: approval
+	Name SignalName `json:"name"`
+
+	// NotCreator The four-eyes rule: when true, the principal that created the operation may not send it, whatever `senders` allows (`403 forbidden`).
+	NotCreator bool `json:"notCreator"`
+
+	// Schema The JSON Schema (draft 2020-12) the signal's data, the body that sends it, must satisfy (`400 invalid_input` otherwise), as a JSON object.
+	Schema map[string]interface{} `json:"schema"`
+
+	// Senders Who may send it: `caller`, the principal that created the operation; `tenant`, any principal of the operation's tenant (the caller included); `operator`, an operator of the deployment, whatever the tenant. Anyone else is `403 forbidden`.
+	Senders []SignalSender `json:"senders"`
+}
+
+// SignalName A signal's name, as its operation type declares it: a lowercase letter, then at most 63 lowercase letters, digits, `_` or `-` (it is a path segment).
+//
+// Examples: approval
+type SignalName = string
+
+// SignalSender Who may send a signal: `caller` (the principal that created the operation), `tenant` (any principal of its tenant) or `operator` (an operator of the deployment).
+type SignalSender string
+
 // State `accepted` → `dispatched` → `running` → one of `succeeded` | `failed` | `canceled`; `cancelling` after cancellation intent on a dispatched or running operation; `outcome_unknown` when an external effect may have happened but its result was lost (not terminal, never retried blindly: it waits for reconciliation or an operator).
 type State string
 
@@ -462,6 +549,14 @@ type OperationIDPath = string
 // Examples: export.orders, demo.task
 type OperationTypeNamePath = OperationTypeName
 
+// SignalIdempotencyKey defines model for SignalIdempotencyKey.
+type SignalIdempotencyKey = string
+
+// SignalNamePath A signal's name, as its operation type declares it: a lowercase letter, then at most 63 lowercase letters, digits, `_` or `-` (it is a path segment).
+//
+// Examples: approval
+type SignalNamePath = SignalName
+
 // StateFilter `accepted` → `dispatched` → `running` → one of `succeeded` | `failed` | `canceled`; `cancelling` after cancellation intent on a dispatched or running operation; `outcome_unknown` when an external effect may have happened but its result was lost (not terminal, never retried blindly: it waits for reconciliation or an operator).
 type StateFilter = State
 
@@ -483,7 +578,8 @@ type AlreadyTerminal = AlreadyTerminalProblem
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
-// `progress` is absent until a step has completed.
+// `progress` is absent until a step has completed; `awaiting` is present only while
+// the work waits for a signal (`dispatched` or `running`).
 type CancelRepresentation = Operation
 
 // Forbidden defines model for Forbidden.
@@ -514,15 +610,31 @@ type QuotaExceeded = QuotaExceededProblem
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
-// `progress` is absent until a step has completed.
+// `progress` is absent until a step has completed; `awaiting` is present only while
+// the work waits for a signal (`dispatched` or `running`).
 type Representation = Operation
 
 // ResolvedRepresentation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
-// `progress` is absent until a step has completed.
+// `progress` is absent until a step has completed; `awaiting` is present only while
+// the work waits for a signal (`dispatched` or `running`).
 type ResolvedRepresentation = Operation
+
+// SignalAccepted The representation, always the fold of the operation's facts. `terminal` is
+// true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
+// when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
+// `observedAt` is null until an executor has reported (never invented);
+// `progress` is absent until a step has completed; `awaiting` is present only while
+// the work waits for a signal (`dispatched` or `running`).
+type SignalAccepted = Operation
+
+// SignalBadRequest defines model for SignalBadRequest.
+type SignalBadRequest = SignalBadRequestProblem
+
+// SignalConflict defines model for SignalConflict.
+type SignalConflict = SignalConflictProblem
 
 // Unauthenticated defines model for Unauthenticated.
 type Unauthenticated = UnauthenticatedProblem
@@ -541,6 +653,9 @@ type Admission = AdmissionRequest
 
 // Resolve defines model for Resolve.
 type Resolve = ResolveRequest
+
+// Signal A signal's data: a JSON object the signal's `schema` (`GET /v1/operation-types/{name}`) judges.
+type Signal = SignalData
 
 // ListOperationsParams defines parameters for ListOperations.
 type ListOperationsParams struct {
@@ -565,7 +680,16 @@ type AdmitOperationParams struct {
 
 // CancelOperationParams defines parameters for CancelOperation.
 type CancelOperationParams struct {
-	// IfMatch The version the caller last saw, as the quoted decimal the `ETag` carries. When it is not the current version the cancel is `412 version_mismatch`.
+	// IfMatch The version the caller last saw, as the quoted decimal the `ETag` carries. When it is not the current version the request (a cancel, a signal) is `412 version_mismatch`.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// SignalOperationParams defines parameters for SignalOperation.
+type SignalOperationParams struct {
+	// IdempotencyKey 1–128 printable ASCII characters (0x20–0x7E), as for an admission. Missing, empty, repeated or otherwise invalid is `400 invalid_idempotency_key`. Scoped to the operation and kept as long as it is: the key of a signal the operation already received, sent again with the same signal, data and sender, is a replay; with anything else, `409 idempotency_key_reused`.
+	IdempotencyKey SignalIdempotencyKey `json:"Idempotency-Key"`
+
+	// IfMatch The version the caller last saw, as the quoted decimal the `ETag` carries. When it is not the current version the request (a cancel, a signal) is `412 version_mismatch`.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -574,6 +698,9 @@ type AdmitOperationJSONRequestBody = AdmissionRequest
 
 // ResolveOperationJSONRequestBody defines body for ResolveOperation for application/json ContentType.
 type ResolveOperationJSONRequestBody = ResolveRequest
+
+// SignalOperationJSONRequestBody defines body for SignalOperation for application/json ContentType.
+type SignalOperationJSONRequestBody = SignalData
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -653,8 +780,9 @@ type ClientInterface interface {
 	//
 	// Every operation type this API admits, sorted by name: exactly the types an
 	// admission's `type` may name (any other is `400 unsupported_operation_type`),
-	// each with the JSON Schema its `input` is validated against. Types are data,
-	// registered by the deployment, so this document cannot list them: ask the API.
+	// each with the JSON Schema its `input` is validated against and the signals its
+	// operations accept. Types are data, registered by the deployment, so this document
+	// cannot list them: ask the API.
 	//
 	// Corresponds with GET /v1/operation-types (the `ListOperationTypes` operationId).
 	ListOperationTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -817,14 +945,95 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
 	ResolveOperation(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignalOperationWithBody Send a signal to an operation
+	//
+	// Delivers a signal from the world (an approval, a webhook's news) to an operation
+	// whose type declares it (`signals` in `GET /v1/operation-types/{name}`). The body
+	// is the signal's data, checked against the signal's `schema`; the signal is
+	// recorded on the operation and handed to its worker with the next step. A step may
+	// wait for a signal: while it does, the representation's `awaiting` names the
+	// signal and when the wait ends without it, and the signal's arrival ends the wait.
+	//
+	// Exactly once per (operation, `Idempotency-Key`): a retry with the same key, the
+	// same signal, the same data and the same sender records nothing and answers `202`
+	// with the representation and `Idempotent-Replayed: true`; the same key with another
+	// signal, other data or another sender is `409 idempotency_key_reused`. A key is
+	// kept as long as the operation is. The replay is recognized before anything else about
+	// the operation is judged, so a retry of a signal that was recorded is answered
+	// `202` even when the `If-Match` it carries is stale by then, or the operation has
+	// ended since.
+	//
+	// * `202` with the representation after the signal was recorded.
+	// * `400 unknown_signal` when the operation's type declares no such signal (or the
+	//   name is not a signal's name at all); `400 invalid_input` when the data does not
+	//   satisfy the signal's `schema` (`errors` point into the body, e.g.
+	//   `/approved`) or is not a JSON object; `400 invalid_idempotency_key` for a
+	//   missing, repeated or invalid key.
+	// * `403 forbidden` when the signal's declaration does not allow the caller
+	//   (`senders`), or the caller created the operation and the declaration wants
+	//   someone else (`notCreator`).
+	// * `404 not_found` for an operation of another scope or none at all.
+	// * `409 already_terminal` when the operation has ended, is `cancelling` or is
+	//   `outcome_unknown`: cancellation and an ended outcome dominate any later signal.
+	// * `412 version_mismatch` when `If-Match` is not the current version.
+	// * `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+	//
+	// A refused signal records nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
+	SignalOperationWithBody(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SignalOperation Send a signal to an operation
+	//
+	// Delivers a signal from the world (an approval, a webhook's news) to an operation
+	// whose type declares it (`signals` in `GET /v1/operation-types/{name}`). The body
+	// is the signal's data, checked against the signal's `schema`; the signal is
+	// recorded on the operation and handed to its worker with the next step. A step may
+	// wait for a signal: while it does, the representation's `awaiting` names the
+	// signal and when the wait ends without it, and the signal's arrival ends the wait.
+	//
+	// Exactly once per (operation, `Idempotency-Key`): a retry with the same key, the
+	// same signal, the same data and the same sender records nothing and answers `202`
+	// with the representation and `Idempotent-Replayed: true`; the same key with another
+	// signal, other data or another sender is `409 idempotency_key_reused`. A key is
+	// kept as long as the operation is. The replay is recognized before anything else about
+	// the operation is judged, so a retry of a signal that was recorded is answered
+	// `202` even when the `If-Match` it carries is stale by then, or the operation has
+	// ended since.
+	//
+	// * `202` with the representation after the signal was recorded.
+	// * `400 unknown_signal` when the operation's type declares no such signal (or the
+	//   name is not a signal's name at all); `400 invalid_input` when the data does not
+	//   satisfy the signal's `schema` (`errors` point into the body, e.g.
+	//   `/approved`) or is not a JSON object; `400 invalid_idempotency_key` for a
+	//   missing, repeated or invalid key.
+	// * `403 forbidden` when the signal's declaration does not allow the caller
+	//   (`senders`), or the caller created the operation and the declaration wants
+	//   someone else (`notCreator`).
+	// * `404 not_found` for an operation of another scope or none at all.
+	// * `409 already_terminal` when the operation has ended, is `cancelling` or is
+	//   `outcome_unknown`: cancellation and an ended outcome dominate any later signal.
+	// * `412 version_mismatch` when `If-Match` is not the current version.
+	// * `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+	//
+	// A refused signal records nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
+	SignalOperation(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // ListOperationTypes List the operation types
 //
 // Every operation type this API admits, sorted by name: exactly the types an
 // admission's `type` may name (any other is `400 unsupported_operation_type`),
-// each with the JSON Schema its `input` is validated against. Types are data,
-// registered by the deployment, so this document cannot list them: ask the API.
+// each with the JSON Schema its `input` is validated against and the signals its
+// operations accept. Types are data, registered by the deployment, so this document
+// cannot list them: ask the API.
 //
 // Corresponds with GET /v1/operation-types (the `ListOperationTypes` operationId).
 func (c *Client) ListOperationTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1068,6 +1277,106 @@ func (c *Client) ResolveOperationWithBody(ctx context.Context, operationID Opera
 // Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
 func (c *Client) ResolveOperation(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveOperationRequest(c.Server, operationID, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignalOperationWithBody Send a signal to an operation
+//
+// Delivers a signal from the world (an approval, a webhook's news) to an operation
+// whose type declares it (`signals` in `GET /v1/operation-types/{name}`). The body
+// is the signal's data, checked against the signal's `schema`; the signal is
+// recorded on the operation and handed to its worker with the next step. A step may
+// wait for a signal: while it does, the representation's `awaiting` names the
+// signal and when the wait ends without it, and the signal's arrival ends the wait.
+//
+// Exactly once per (operation, `Idempotency-Key`): a retry with the same key, the
+// same signal, the same data and the same sender records nothing and answers `202`
+// with the representation and `Idempotent-Replayed: true`; the same key with another
+// signal, other data or another sender is `409 idempotency_key_reused`. A key is
+// kept as long as the operation is. The replay is recognized before anything else about
+// the operation is judged, so a retry of a signal that was recorded is answered
+// `202` even when the `If-Match` it carries is stale by then, or the operation has
+// ended since.
+//
+//   - `202` with the representation after the signal was recorded.
+//   - `400 unknown_signal` when the operation's type declares no such signal (or the
+//     name is not a signal's name at all); `400 invalid_input` when the data does not
+//     satisfy the signal's `schema` (`errors` point into the body, e.g.
+//     `/approved`) or is not a JSON object; `400 invalid_idempotency_key` for a
+//     missing, repeated or invalid key.
+//   - `403 forbidden` when the signal's declaration does not allow the caller
+//     (`senders`), or the caller created the operation and the declaration wants
+//     someone else (`notCreator`).
+//   - `404 not_found` for an operation of another scope or none at all.
+//   - `409 already_terminal` when the operation has ended, is `cancelling` or is
+//     `outcome_unknown`: cancellation and an ended outcome dominate any later signal.
+//   - `412 version_mismatch` when `If-Match` is not the current version.
+//   - `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+//
+// A refused signal records nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
+func (c *Client) SignalOperationWithBody(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignalOperationRequestWithBody(c.Server, operationID, signal, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SignalOperation Send a signal to an operation
+//
+// Delivers a signal from the world (an approval, a webhook's news) to an operation
+// whose type declares it (`signals` in `GET /v1/operation-types/{name}`). The body
+// is the signal's data, checked against the signal's `schema`; the signal is
+// recorded on the operation and handed to its worker with the next step. A step may
+// wait for a signal: while it does, the representation's `awaiting` names the
+// signal and when the wait ends without it, and the signal's arrival ends the wait.
+//
+// Exactly once per (operation, `Idempotency-Key`): a retry with the same key, the
+// same signal, the same data and the same sender records nothing and answers `202`
+// with the representation and `Idempotent-Replayed: true`; the same key with another
+// signal, other data or another sender is `409 idempotency_key_reused`. A key is
+// kept as long as the operation is. The replay is recognized before anything else about
+// the operation is judged, so a retry of a signal that was recorded is answered
+// `202` even when the `If-Match` it carries is stale by then, or the operation has
+// ended since.
+//
+//   - `202` with the representation after the signal was recorded.
+//   - `400 unknown_signal` when the operation's type declares no such signal (or the
+//     name is not a signal's name at all); `400 invalid_input` when the data does not
+//     satisfy the signal's `schema` (`errors` point into the body, e.g.
+//     `/approved`) or is not a JSON object; `400 invalid_idempotency_key` for a
+//     missing, repeated or invalid key.
+//   - `403 forbidden` when the signal's declaration does not allow the caller
+//     (`senders`), or the caller created the operation and the declaration wants
+//     someone else (`notCreator`).
+//   - `404 not_found` for an operation of another scope or none at all.
+//   - `409 already_terminal` when the operation has ended, is `cancelling` or is
+//     `outcome_unknown`: cancellation and an ended outcome dominate any later signal.
+//   - `412 version_mismatch` when `If-Match` is not the current version.
+//   - `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+//
+// A refused signal records nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
+func (c *Client) SignalOperation(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSignalOperationRequest(c.Server, operationID, signal, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1412,6 +1721,84 @@ func NewResolveOperationRequestWithBody(server string, operationID OperationIDPa
 	return req, nil
 }
 
+// NewSignalOperationRequest calls the generic SignalOperation builder with application/json body
+func NewSignalOperationRequest(server string, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSignalOperationRequestWithBody(server, operationID, signal, params, "application/json", bodyReader)
+}
+
+// NewSignalOperationRequestWithBody constructs an http.Request for the SignalOperation method, with any body, and a specified content type
+func NewSignalOperationRequestWithBody(server string, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "operationId", operationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "signal", signal, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/operations/%s/signals/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.IfMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -1460,8 +1847,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Every operation type this API admits, sorted by name: exactly the types an
 	// admission's `type` may name (any other is `400 unsupported_operation_type`),
-	// each with the JSON Schema its `input` is validated against. Types are data,
-	// registered by the deployment, so this document cannot list them: ask the API.
+	// each with the JSON Schema its `input` is validated against and the signals its
+	// operations accept. Types are data, registered by the deployment, so this document
+	// cannot list them: ask the API.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1634,6 +2022,86 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
 	ResolveOperationWithResponse(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error)
+
+	// SignalOperationWithBodyWithResponse Send a signal to an operation
+	//
+	// Delivers a signal from the world (an approval, a webhook's news) to an operation
+	// whose type declares it (`signals` in `GET /v1/operation-types/{name}`). The body
+	// is the signal's data, checked against the signal's `schema`; the signal is
+	// recorded on the operation and handed to its worker with the next step. A step may
+	// wait for a signal: while it does, the representation's `awaiting` names the
+	// signal and when the wait ends without it, and the signal's arrival ends the wait.
+	//
+	// Exactly once per (operation, `Idempotency-Key`): a retry with the same key, the
+	// same signal, the same data and the same sender records nothing and answers `202`
+	// with the representation and `Idempotent-Replayed: true`; the same key with another
+	// signal, other data or another sender is `409 idempotency_key_reused`. A key is
+	// kept as long as the operation is. The replay is recognized before anything else about
+	// the operation is judged, so a retry of a signal that was recorded is answered
+	// `202` even when the `If-Match` it carries is stale by then, or the operation has
+	// ended since.
+	//
+	// * `202` with the representation after the signal was recorded.
+	// * `400 unknown_signal` when the operation's type declares no such signal (or the
+	//   name is not a signal's name at all); `400 invalid_input` when the data does not
+	//   satisfy the signal's `schema` (`errors` point into the body, e.g.
+	//   `/approved`) or is not a JSON object; `400 invalid_idempotency_key` for a
+	//   missing, repeated or invalid key.
+	// * `403 forbidden` when the signal's declaration does not allow the caller
+	//   (`senders`), or the caller created the operation and the declaration wants
+	//   someone else (`notCreator`).
+	// * `404 not_found` for an operation of another scope or none at all.
+	// * `409 already_terminal` when the operation has ended, is `cancelling` or is
+	//   `outcome_unknown`: cancellation and an ended outcome dominate any later signal.
+	// * `412 version_mismatch` when `If-Match` is not the current version.
+	// * `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+	//
+	// A refused signal records nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
+	SignalOperationWithBodyWithResponse(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignalOperationResponse, error)
+
+	// SignalOperationWithResponse Send a signal to an operation
+	//
+	// Delivers a signal from the world (an approval, a webhook's news) to an operation
+	// whose type declares it (`signals` in `GET /v1/operation-types/{name}`). The body
+	// is the signal's data, checked against the signal's `schema`; the signal is
+	// recorded on the operation and handed to its worker with the next step. A step may
+	// wait for a signal: while it does, the representation's `awaiting` names the
+	// signal and when the wait ends without it, and the signal's arrival ends the wait.
+	//
+	// Exactly once per (operation, `Idempotency-Key`): a retry with the same key, the
+	// same signal, the same data and the same sender records nothing and answers `202`
+	// with the representation and `Idempotent-Replayed: true`; the same key with another
+	// signal, other data or another sender is `409 idempotency_key_reused`. A key is
+	// kept as long as the operation is. The replay is recognized before anything else about
+	// the operation is judged, so a retry of a signal that was recorded is answered
+	// `202` even when the `If-Match` it carries is stale by then, or the operation has
+	// ended since.
+	//
+	// * `202` with the representation after the signal was recorded.
+	// * `400 unknown_signal` when the operation's type declares no such signal (or the
+	//   name is not a signal's name at all); `400 invalid_input` when the data does not
+	//   satisfy the signal's `schema` (`errors` point into the body, e.g.
+	//   `/approved`) or is not a JSON object; `400 invalid_idempotency_key` for a
+	//   missing, repeated or invalid key.
+	// * `403 forbidden` when the signal's declaration does not allow the caller
+	//   (`senders`), or the caller created the operation and the declaration wants
+	//   someone else (`notCreator`).
+	// * `404 not_found` for an operation of another scope or none at all.
+	// * `409 already_terminal` when the operation has ended, is `cancelling` or is
+	//   `outcome_unknown`: cancellation and an ended outcome dominate any later signal.
+	// * `412 version_mismatch` when `If-Match` is not the current version.
+	// * `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+	//
+	// A refused signal records nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
+	SignalOperationWithResponse(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*SignalOperationResponse, error)
 }
 
 // ListOperationTypesResponse200Headers the declared response headers of an HTTP 200 response for ListOperationTypes
@@ -2648,12 +3116,222 @@ func (r ResolveOperationResponse) ContentType() string {
 	return ""
 }
 
+// SignalOperationResponse202Headers the declared response headers of an HTTP 202 response for SignalOperation
+type SignalOperationResponse202Headers struct {
+	CacheControl       string
+	ETag               ETagValue
+	IdempotentReplayed *string
+	Location           StatusURL
+	RetryAfter         *int
+	XRequestID         RequestID
+}
+
+// SignalOperationResponse400Headers the declared response headers of an HTTP 400 response for SignalOperation
+type SignalOperationResponse400Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse401Headers the declared response headers of an HTTP 401 response for SignalOperation
+type SignalOperationResponse401Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse403Headers the declared response headers of an HTTP 403 response for SignalOperation
+type SignalOperationResponse403Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse404Headers the declared response headers of an HTTP 404 response for SignalOperation
+type SignalOperationResponse404Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse405Headers the declared response headers of an HTTP 405 response for SignalOperation
+type SignalOperationResponse405Headers struct {
+	Allow      string
+	XRequestID RequestID
+}
+
+// SignalOperationResponse409Headers the declared response headers of an HTTP 409 response for SignalOperation
+type SignalOperationResponse409Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse412Headers the declared response headers of an HTTP 412 response for SignalOperation
+type SignalOperationResponse412Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse413Headers the declared response headers of an HTTP 413 response for SignalOperation
+type SignalOperationResponse413Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse415Headers the declared response headers of an HTTP 415 response for SignalOperation
+type SignalOperationResponse415Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse500Headers the declared response headers of an HTTP 500 response for SignalOperation
+type SignalOperationResponse500Headers struct {
+	XRequestID RequestID
+}
+
+// SignalOperationResponse503Headers the declared response headers of an HTTP 503 response for SignalOperation
+type SignalOperationResponse503Headers struct {
+	RetryAfter int
+	XRequestID RequestID
+}
+
+type SignalOperationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *SignalAccepted
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *SignalBadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthenticated
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationProblemJSON405 *MethodNotAllowed
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *SignalConflict
+	// ApplicationProblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationProblemJSON412 *VersionMismatch
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SignalOperationResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SignalOperationResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SignalOperationResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SignalOperationResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SignalOperationResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *SignalOperationResponse405Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SignalOperationResponse409Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *SignalOperationResponse412Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *SignalOperationResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *SignalOperationResponse415Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SignalOperationResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SignalOperationResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SignalOperationResponse) GetJSON202() *SignalAccepted {
+	return r.JSON202
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON400() *SignalBadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON401() *Unauthenticated {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON405() *MethodNotAllowed {
+	return r.ApplicationProblemJSON405
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON409() *SignalConflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON412() *VersionMismatch {
+	return r.ApplicationProblemJSON412
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SignalOperationResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SignalOperationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SignalOperationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SignalOperationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SignalOperationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListOperationTypesWithResponse List the operation types
 //
 // Every operation type this API admits, sorted by name: exactly the types an
 // admission's `type` may name (any other is `400 unsupported_operation_type`),
-// each with the JSON Schema its `input` is validated against. Types are data,
-// registered by the deployment, so this document cannot list them: ask the API.
+// each with the JSON Schema its `input` is validated against and the signals its
+// operations accept. Types are data, registered by the deployment, so this document
+// cannot list them: ask the API.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2879,6 +3557,98 @@ func (c *ClientWithResponses) ResolveOperationWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseResolveOperationResponse(rsp)
+}
+
+// SignalOperationWithBodyWithResponse Send a signal to an operation
+//
+// Delivers a signal from the world (an approval, a webhook's news) to an operation
+// whose type declares it (`signals` in `GET /v1/operation-types/{name}`). The body
+// is the signal's data, checked against the signal's `schema`; the signal is
+// recorded on the operation and handed to its worker with the next step. A step may
+// wait for a signal: while it does, the representation's `awaiting` names the
+// signal and when the wait ends without it, and the signal's arrival ends the wait.
+//
+// Exactly once per (operation, `Idempotency-Key`): a retry with the same key, the
+// same signal, the same data and the same sender records nothing and answers `202`
+// with the representation and `Idempotent-Replayed: true`; the same key with another
+// signal, other data or another sender is `409 idempotency_key_reused`. A key is
+// kept as long as the operation is. The replay is recognized before anything else about
+// the operation is judged, so a retry of a signal that was recorded is answered
+// `202` even when the `If-Match` it carries is stale by then, or the operation has
+// ended since.
+//
+//   - `202` with the representation after the signal was recorded.
+//   - `400 unknown_signal` when the operation's type declares no such signal (or the
+//     name is not a signal's name at all); `400 invalid_input` when the data does not
+//     satisfy the signal's `schema` (`errors` point into the body, e.g.
+//     `/approved`) or is not a JSON object; `400 invalid_idempotency_key` for a
+//     missing, repeated or invalid key.
+//   - `403 forbidden` when the signal's declaration does not allow the caller
+//     (`senders`), or the caller created the operation and the declaration wants
+//     someone else (`notCreator`).
+//   - `404 not_found` for an operation of another scope or none at all.
+//   - `409 already_terminal` when the operation has ended, is `cancelling` or is
+//     `outcome_unknown`: cancellation and an ended outcome dominate any later signal.
+//   - `412 version_mismatch` when `If-Match` is not the current version.
+//   - `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+//
+// A refused signal records nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
+func (c *ClientWithResponses) SignalOperationWithBodyWithResponse(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SignalOperationResponse, error) {
+	rsp, err := c.SignalOperationWithBody(ctx, operationID, signal, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignalOperationResponse(rsp)
+}
+
+// SignalOperationWithResponse Send a signal to an operation
+//
+// Delivers a signal from the world (an approval, a webhook's news) to an operation
+// whose type declares it (`signals` in `GET /v1/operation-types/{name}`). The body
+// is the signal's data, checked against the signal's `schema`; the signal is
+// recorded on the operation and handed to its worker with the next step. A step may
+// wait for a signal: while it does, the representation's `awaiting` names the
+// signal and when the wait ends without it, and the signal's arrival ends the wait.
+//
+// Exactly once per (operation, `Idempotency-Key`): a retry with the same key, the
+// same signal, the same data and the same sender records nothing and answers `202`
+// with the representation and `Idempotent-Replayed: true`; the same key with another
+// signal, other data or another sender is `409 idempotency_key_reused`. A key is
+// kept as long as the operation is. The replay is recognized before anything else about
+// the operation is judged, so a retry of a signal that was recorded is answered
+// `202` even when the `If-Match` it carries is stale by then, or the operation has
+// ended since.
+//
+//   - `202` with the representation after the signal was recorded.
+//   - `400 unknown_signal` when the operation's type declares no such signal (or the
+//     name is not a signal's name at all); `400 invalid_input` when the data does not
+//     satisfy the signal's `schema` (`errors` point into the body, e.g.
+//     `/approved`) or is not a JSON object; `400 invalid_idempotency_key` for a
+//     missing, repeated or invalid key.
+//   - `403 forbidden` when the signal's declaration does not allow the caller
+//     (`senders`), or the caller created the operation and the declaration wants
+//     someone else (`notCreator`).
+//   - `404 not_found` for an operation of another scope or none at all.
+//   - `409 already_terminal` when the operation has ended, is `cancelling` or is
+//     `outcome_unknown`: cancellation and an ended outcome dominate any later signal.
+//   - `412 version_mismatch` when `If-Match` is not the current version.
+//   - `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+//
+// A refused signal records nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
+func (c *ClientWithResponses) SignalOperationWithResponse(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*SignalOperationResponse, error) {
+	rsp, err := c.SignalOperation(ctx, operationID, signal, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSignalOperationResponse(rsp)
 }
 
 // ParseListOperationTypesResponse parses an HTTP response from a ListOperationTypesWithResponse call
@@ -4140,6 +4910,281 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveOperationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSignalOperationResponse parses an HTTP response from a SignalOperationWithResponse call
+func ParseSignalOperationResponse(rsp *http.Response) (*SignalOperationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SignalOperationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest SignalAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SignalBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SignalConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest VersionMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers SignalOperationResponse202Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value ETagValue
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value StatusURL
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers SignalOperationResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SignalOperationResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SignalOperationResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SignalOperationResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers SignalOperationResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 409:
+		var headers SignalOperationResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 412:
+		var headers SignalOperationResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 413:
+		var headers SignalOperationResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers SignalOperationResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 500:
+		var headers SignalOperationResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SignalOperationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

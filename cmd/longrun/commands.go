@@ -138,16 +138,23 @@ func (c *cli) wait(fs *flag.FlagSet) runner {
 	}
 }
 
-func (c *cli) cancel(fs *flag.FlagSet) runner {
-	var ifVersion *int
-	fs.Func("if-version", "cancel only while the operation is still at version `N` (If-Match); 412 version_mismatch otherwise", func(s string) error {
+// ifVersionFlag declares -if-version N, the If-Match of a command that changes an
+// operation (what it does: "cancel", "send it"); the result is nil when it was not given.
+func ifVersionFlag(fs *flag.FlagSet, what string) func() *int {
+	var version *int
+	fs.Func("if-version", what+" only while the operation is still at version `N` (If-Match); 412 version_mismatch otherwise", func(s string) error {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
 			return errors.New("want a version, a whole number")
 		}
-		ifVersion = &n
+		version = &n
 		return nil
 	})
+	return func() *int { return version }
+}
+
+func (c *cli) cancel(fs *flag.FlagSet) runner {
+	ifVersion := ifVersionFlag(fs, "cancel")
 	return func(ctx context.Context, x *invocation, pos []string) int {
 		if len(pos) != 1 {
 			return x.usageError("takes one operation id")
@@ -156,9 +163,54 @@ func (c *cli) cancel(fs *flag.FlagSet) runner {
 		if api == nil {
 			return code
 		}
-		op, err := api.Cancel(ctx, pos[0], &client.CancelOptions{IfVersion: ifVersion})
+		op, err := api.Cancel(ctx, pos[0], &client.CancelOptions{IfVersion: ifVersion()})
 		if err != nil {
 			return x.fail(err)
+		}
+		x.printOperation(op)
+		return exitOK
+	}
+}
+
+func (c *cli) signal(fs *flag.FlagSet) runner {
+	data := fs.String("data", "{}", "the signal's data: a `JSON` object, or @FILE to read it from a file, @- from stdin (longrun types TYPE -o json shows the signal's schema)")
+	key := fs.String("key", "", "the Idempotency-Key (default: a new one, printed on stderr; send the same signal with it to retry safely)")
+	ifVersion := ifVersionFlag(fs, "send it")
+	return func(ctx context.Context, x *invocation, pos []string) int {
+		if len(pos) != 2 {
+			return x.usageError("takes an operation id and a signal name")
+		}
+		in, err := readObject("-data", *data, x.stdin)
+		if err != nil {
+			return x.usageError("%v", err)
+		}
+		k, minted := *key, *key == ""
+		if minted {
+			k = client.NewIdempotencyKey()
+		} else if err := checkKey(k); err != nil {
+			return x.usageError("-key: %v", err)
+		}
+		api, code := x.client(ctx)
+		if api == nil {
+			return code
+		}
+		id, name := pos[0], pos[1]
+		op, err := api.Signal(ctx, id, name, in, &client.SignalOptions{Key: k, IfVersion: ifVersion()})
+		if err != nil {
+			code := x.fail(err)
+			var te *client.TransportError
+			var pe *client.ProblemError
+			if errors.As(err, &te) || (errors.As(err, &pe) && pe.Status >= 500) {
+				fmt.Fprintf(x.stderr, "longrun: the signal may have been delivered: run the same signal with -key %s to find out, never delivering it twice\n", k)
+			}
+			return code
+		}
+		switch {
+		case op.Replayed:
+			fmt.Fprintf(x.stderr, "longrun: %s had already received this signal with the Idempotency-Key %s: nothing new was recorded\n", op.OperationID, k)
+		case minted:
+			fmt.Fprintf(x.stderr, "longrun: signal %s sent to %s with the minted Idempotency-Key %s (run the same signal with -key %s to send it again: the operation hears it once)\n",
+				name, op.OperationID, k, k)
 		}
 		x.printOperation(op)
 		return exitOK

@@ -79,6 +79,8 @@ func TestGolden(t *testing.T) {
 		}
 	}
 	succeeded := rep{State: "succeeded", Version: 6, Progress: done, Result: `{"steps":3,"target":"build-42"}`}
+	// A demo.task admitted with "await": "approval": its first step waits for the signal.
+	awaitingOp := rep{State: "running", Version: 4, Progress: `{"completedSteps":1}`, Awaiting: "approval", RetryAfter: 30}
 	unavailable := func(r request) (response, bool) {
 		p := problemAt(503, "unavailable", "The table is not answering.")
 		p.header.Set("Retry-After", "1")
@@ -95,6 +97,10 @@ func TestGolden(t *testing.T) {
 		{name: "get-json", script: []rep{runningOp}, args: []string{"get", opID, "-o", "json"}},
 		{name: "get-id", script: []rep{runningOp}, args: []string{"get", opID, "-o", "id"}},
 		{name: "get-table", script: []rep{runningOp}, args: []string{"get", opID, "-o", "table"}},
+		{name: "get-awaiting-table", script: []rep{awaitingOp}, args: []string{"get", opID, "-o", "table"}},
+		{name: "get-awaiting-json", script: []rep{awaitingOp}, args: []string{"get", opID, "-o", "json"}},
+		{name: "signal-json", args: []string{"signal", opID, "approval", "-data", `{"approved":true}`, "-key", "k-approve", "-o", "json"}},
+		{name: "signal-table", args: []string{"signal", opID, "approval", "-data", `{"approved":true}`, "-key", "k-approve", "-o", "table"}},
 		{name: "list-json", pages: listed, args: []string{"list", "-all", "-o", "json"}},
 		{name: "list-id", pages: listed, args: []string{"list", "-all", "-o", "id"}},
 		{name: "list-table", pages: listed, args: []string{"list", "-all", "-o", "table"}},
@@ -118,6 +124,8 @@ func TestGolden(t *testing.T) {
 		{name: "watch-outcome-unknown", script: journey(rep{State: "outcome_unknown", Version: 5, Problem: "result_lost", Progress: running}), code: 4,
 			args: []string{"get", opID, "-watch", "-o", "table"}},
 		{name: "watch-already-ended", script: []rep{succeeded}, code: 0, args: []string{"get", "-watch", opID, "-o", "id"}},
+		{name: "wait-awaiting-approved", code: 0, args: []string{"wait", opID, "-o", "id"},
+			script: []rep{awaitingOp, awaitingOp, {State: "running", Version: 6, Progress: running, RetryAfter: 1}, succeeded}},
 
 		// Usage errors.
 		{name: "usage-no-type", code: 2, args: []string{"create", "-input", `{}`}},
@@ -126,10 +134,13 @@ func TestGolden(t *testing.T) {
 		{name: "usage-bad-output", code: 2, args: []string{"get", opID, "-o", "yaml"}},
 		{name: "usage-unknown-flag", code: 2, args: []string{"get", opID, "-wach"}},
 		{name: "usage-no-args", code: 2, args: nil},
+		{name: "usage-signal-no-name", code: 2, args: []string{"signal", opID, "-data", `{"approved":true}`}},
+		{name: "usage-signal-data-not-an-object", code: 2, args: []string{"signal", opID, "approval", "-data", `true`}},
 
 		// API problems: printed with status, code and detail, exit status 5.
 		{name: "problem-not-found", code: 5, args: []string{"get", "op_01JDY3Q4W5E6R7T8Y9V0A1B2CX"}},
 		{name: "problem-not-found-watch", code: 5, args: []string{"wait", "op_01JDY3Q4W5E6R7T8Y9V0A1B2CX"}},
+		{name: "problem-unknown-signal", code: 5, args: []string{"signal", opID, "aproval", "-data", `{"approved":true}`, "-key", "k-approve"}},
 		{name: "problem-unavailable-after-retries", code: 5, override: unavailable, args: []string{"get", opID}},
 		{name: "problem-invalid-input", code: 5, args: []string{"create", "-type", "export.orders", "-input", `{"from":"yesterday"}`},
 			override: func(r request) (response, bool) {

@@ -1,6 +1,6 @@
 // Command longrun is the command line of longrun's API, built on the public client
 // (github.com/longrun-dev/longrun/client): admit an operation and follow it to its end,
-// read, list, cancel and resolve operations, describe the operation types. `longrun -help`
+// read, list, signal, cancel and resolve operations, describe the operation types. `longrun -help`
 // prints the whole usage (the usage constant below), output formats and exit statuses
 // included.
 //
@@ -59,10 +59,15 @@ Commands:
   cancel ID [-if-version N]
         ask an operation to stop (cancellation intent, not a rollback); with -if-version,
         only while it is still at version N
+  signal ID NAME [-data JSON|@FILE|@-] [-key K] [-if-version N]
+        send an operation a signal its type declares (an approval, news from a webhook),
+        exactly once per key (-key; one is minted when omitted, and printed on stderr:
+        send the same signal with it to retry safely); get shows what the work awaits
   list [-state S] [-type T] [-limit N] [-cursor C] [-all]
         your operations, newest first: one page, or every page with -all
   types [NAME]
-        the operation types the API admits, or one of them (-o json: with its input schema)
+        the operation types the API admits, or one of them (-o json: with its input schema
+        and signals)
   resolve ID -outcome succeeded|failed -reason R [-result JSON]
           [-problem-code C -problem-title T [-problem-detail D]]
         operators: settle an operation in outcome_unknown
@@ -90,8 +95,9 @@ Output (stdout):
 
 Waiting (create -wait, get -watch, wait):
   Progress goes to stderr: on a terminal, one live line (state, steps, percent, the worker's
-  message, time elapsed, the next poll); otherwise one plain line per change. The operation
-  as it ended goes to stdout. -timeout D stops waiting after D (default: until it ends).
+  message, the signal the work awaits and until when, time elapsed, the next poll);
+  otherwise one plain line per change. The operation as it ended goes to stdout.
+  -timeout D stops waiting after D (default: until it ends).
   Ctrl-C stops waiting and never cancels the operation: it prints how to resume
   (longrun get -watch ID) and exits 130.
 
@@ -105,7 +111,8 @@ Exit status:
        failure (no answer after the client's retries)
   6    -timeout ran out before the operation ended (it goes on)
   130  interrupted (Ctrl-C) while waiting (the operation goes on; 143 for SIGTERM)
-  Commands that do not wait exit 0 or 5 (and 2), whatever the operation's state.
+  Commands that do not wait (create without -wait, get, cancel, signal, list, types,
+  resolve) exit 0 or 5 (and 2), whatever the operation's state.
   republish and unknown exit 1 when they fail.
 
 Examples:
@@ -113,6 +120,7 @@ Examples:
   longrun create -type demo.task -input '{"target":"build-42","steps":3}' -wait
   id=$(longrun create -type demo.task -input @input.json -o id)
   longrun get -watch "$id"
+  longrun signal "$id" approval -data '{"approved":true}'
   longrun list -state running -all -o table
 `
 
@@ -171,6 +179,7 @@ func (c *cli) commands() []command {
 		{"get", "ID [-watch [-timeout D]]", "show an operation, or follow it until it ends", c.get},
 		{"wait", "ID [-timeout D]", "follow an operation until it ends (get -watch)", c.wait},
 		{"cancel", "ID [-if-version N]", "ask an operation to stop", c.cancel},
+		{"signal", "ID NAME [-data JSON|@FILE|@-] [-key K] [-if-version N]", "send an operation a signal its type declares", c.signal},
 		{"list", "[-state S] [-type T] [-limit N] [-cursor C] [-all]", "your operations, newest first", c.list},
 		{"types", "[NAME]", "the operation types the API admits", c.types},
 		{"resolve", "ID -outcome succeeded|failed -reason R [-result JSON] [-problem-code C -problem-title T [-problem-detail D]]",

@@ -37,6 +37,7 @@ type rep struct {
 	Result     string // JSON, or empty
 	RetryAfter int    // seconds; sent while not done
 	Cancel     bool
+	Awaiting   string // the signal the work waits for (since t0+1s, for ten minutes), or empty
 }
 
 func (r rep) id() string {
@@ -71,6 +72,10 @@ func (r rep) json() string {
 	if r.Result != "" {
 		m["result"] = json.RawMessage(r.Result)
 	}
+	if r.Awaiting != "" {
+		m["awaiting"] = map[string]string{"signal": r.Awaiting, "since": t0.Add(time.Second).Format("2006-01-02T15:04:05.000Z"),
+			"until": t0.Add(601 * time.Second).Format("2006-01-02T15:04:05.000Z")}
+	}
 	b, _ := json.Marshal(m)
 	return string(b)
 }
@@ -94,14 +99,16 @@ type request struct {
 }
 
 // fakeAPI serves POST /v1/operations, GET /v1/operations/{id} (the next representation of
-// its script each time, the last one from then on), cancel, resolve, list (pages of
-// representations) and the types; override answers first when it wants to.
+// its script each time, the last one from then on), cancel, resolve, the signal approval
+// (recorded once per key), list (pages of representations) and the types; override answers
+// first when it wants to.
 type fakeAPI struct {
 	t        *testing.T
 	mu       sync.Mutex
 	requests []request
 	script   map[string][]rep
 	polls    map[string]int
+	signaled map[string]bool // the keys of the signals received
 	pages    [][]rep
 	override func(r request) (response, bool)
 	// seen, when set, receives every request's path (without blocking).
@@ -109,7 +116,7 @@ type fakeAPI struct {
 }
 
 func newFake(t *testing.T, script ...rep) *fakeAPI {
-	f := &fakeAPI{t: t, script: map[string][]rep{}, polls: map[string]int{}}
+	f := &fakeAPI{t: t, script: map[string][]rep{}, polls: map[string]int{}, signaled: map[string]bool{}}
 	for _, r := range script {
 		f.script[r.id()] = append(f.script[r.id()], r)
 	}
@@ -188,6 +195,19 @@ func (f *fakeAPI) answer(r request) response {
 		return representation(200, s[n])
 	case r.method == "POST" && strings.HasSuffix(r.path, "/cancel"):
 		return representation(202, rep{State: "cancelling", Version: 4, Cancel: true})
+	case r.method == "POST" && strings.Contains(r.path, "/signals/"):
+		name := r.path[strings.LastIndex(r.path, "/")+1:]
+		if name != "approval" {
+			return problemAt(400, "unknown_signal", `Operations of type demo.task take no signal "`+name+`".`)
+		}
+		key := r.header.Get("Idempotency-Key")
+		resp := representation(202, rep{State: "running", Version: 5, Progress: `{"completedSteps":1}`, Awaiting: "approval", RetryAfter: 1})
+		resp.header.Set("Location", "/v1/operations/"+opID)
+		if f.signaled[key] {
+			resp.header.Set("Idempotent-Replayed", "true")
+		}
+		f.signaled[key] = true
+		return resp
 	case r.method == "POST" && strings.HasSuffix(r.path, "/resolve"):
 		var req struct {
 			Outcome string
@@ -376,6 +396,61 @@ func TestCancelOfAnEndedOperationIsAProblem(t *testing.T) {
 	r := cliRun(t, api, "cancel", opID)
 	if r.code != 5 || r.stdout != "" || !strings.Contains(r.stderr, "409 already_terminal: Operation "+opID+" has already succeeded.") {
 		t.Fatalf("%+v", r)
+	}
+}
+
+// signal posts the data as written to the signal's path, with the key and If-Match; a
+// replay of the key says so on stderr; without -key a key is minted, sent and printed on
+// stderr (so a retry can reuse it); without -data the data is {}; @- reads it from stdin.
+func TestSignalSendsTheKeyTheDataAndIfMatch(t *testing.T) {
+	api := newFake(t)
+	data := `{"approved":true,"by":"alice","n":12345678901234567890}`
+	r := cliRun(t, api, "signal", opID, "approval", "-data", data, "-key", "k-approve", "-if-version", "4", "-o", "id")
+	s := api.sent()[0]
+	if r.code != 0 || r.stdout != opID+"\n" || r.stderr != "" || s.method != "POST" || s.path != "/v1/operations/"+opID+"/signals/approval" ||
+		s.header.Get("Idempotency-Key") != "k-approve" || s.header.Get("If-Match") != `"4"` || s.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("%+v %+v", r, s)
+	}
+	if s.body != data { // big numbers are not rounded through float64
+		t.Fatalf("body %s", s.body)
+	}
+	r = cliRun(t, api, "signal", "-key", "k-approve", opID, "approval", "-data", data)
+	if r.code != 0 || !strings.Contains(r.stderr, opID+" had already received this signal with the Idempotency-Key k-approve") {
+		t.Fatalf("a replay: %+v", r)
+	}
+	r = cliRun(t, api, "signal", opID, "approval", "-o", "id")
+	s = api.sent()[2]
+	key := s.header.Get("Idempotency-Key")
+	if r.code != 0 || len(key) != 36 || s.body != "{}" || s.header.Get("If-Match") != "" ||
+		!strings.Contains(r.stderr, "signal approval sent to "+opID+" with the minted Idempotency-Key "+key+" (run the same signal with -key "+key+" ") {
+		t.Fatalf("minted key %q, body %s: %+v", key, s.body, r)
+	}
+	h := &harness{api: api, stdin: "{\n  \"approved\": false\n}\n"}
+	if r := h.run(t, "signal", opID, "approval", "-data", "@-", "-key", "k-reject"); r.code != 0 || api.sent()[3].body != `{"approved":false}` {
+		t.Fatalf("%+v %s", r, api.sent()[3].body)
+	}
+}
+
+// A signal that got no answer is retried with the same key (the client's doing); when the
+// retries run out the CLI says which key finds out whether it was delivered.
+func TestSignalThatGotNoAnswerSaysWhichKeyToRetryWith(t *testing.T) {
+	api := newFake(t)
+	api.override = func(r request) (response, bool) {
+		p := problemAt(503, "unavailable", "The table is not answering.")
+		p.header.Set("Retry-After", "2")
+		return p, true
+	}
+	r := cliRun(t, api, "signal", opID, "approval", "-data", `{"approved":true}`)
+	keys := map[string]bool{}
+	for _, s := range api.sent() {
+		keys[s.header.Get("Idempotency-Key")] = true
+	}
+	var key string
+	for k := range keys {
+		key = k
+	}
+	if r.code != 5 || len(api.sent()) != 5 || len(keys) != 1 || !strings.Contains(r.stderr, "may have been delivered: run the same signal with -key "+key+" ") {
+		t.Fatalf("%+v after %d attempts with keys %v", r, len(api.sent()), keys)
 	}
 }
 

@@ -99,6 +99,9 @@ func (x *invocation) operationTable(ops []client.Operation) {
 		if op.Problem != nil && op.Problem.Code != "" {
 			state += " (" + op.Problem.Code + ")"
 		}
+		if w := awaiting(op); w != "" {
+			state += " (" + w + ")"
+		}
 		version := "-"
 		if op.Version > 0 {
 			version = strconv.Itoa(op.Version)
@@ -107,6 +110,20 @@ func (x *invocation) operationTable(ops []client.Operation) {
 			cell(progressCell(op.Progress)), cell(timestamp(op.CreatedAt)))
 	}
 	_ = tw.Flush()
+}
+
+// awaiting says what the operation's work waits for: "awaiting approval until
+// 2026-11-30T10:10:01Z", or "" while it waits for no signal.
+func awaiting(op client.Operation) string {
+	a := op.Awaiting
+	if a == nil {
+		return ""
+	}
+	s := "awaiting " + oneLine(a.Signal)
+	if u := timestamp(a.Until); u != "" {
+		s += " until " + u
+	}
+	return s
 }
 
 // progressCell is progress in a few characters: "2/3 66%", "2 steps", or "".

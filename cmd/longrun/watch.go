@@ -213,11 +213,11 @@ type reporter interface {
 // sameView: nothing a reporter shows has changed.
 func sameView(a, b *client.Operation) bool {
 	return a.State == b.State && a.Version == b.Version && a.CancelRequested == b.CancelRequested &&
-		reflect.DeepEqual(a.Progress, b.Progress)
+		reflect.DeepEqual(a.Progress, b.Progress) && reflect.DeepEqual(a.Awaiting, b.Awaiting)
 }
 
-// summary is what a reporter says of an operation: its state and progress (the percent
-// too, unless a bar shows it).
+// summary is what a reporter says of an operation: its state, progress (the percent too,
+// unless a bar shows it) and the signal its work waits for.
 func summary(op client.Operation, withPercent bool) []string {
 	parts := []string{string(op.State)}
 	if op.CancelRequested && op.State != client.StateCancelling && op.State != client.StateCanceled {
@@ -231,6 +231,9 @@ func summary(op client.Operation, withPercent bool) []string {
 		if p.Message != nil && oneLine(*p.Message) != "" {
 			parts = append(parts, fmt.Sprintf("%q", oneLine(*p.Message)))
 		}
+	}
+	if w := awaiting(op); w != "" {
+		parts = append(parts, w)
 	}
 	return parts
 }

@@ -49,7 +49,7 @@ func (c crashingExecutor) Start(ctx context.Context, workflow, name string, inpu
 func dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
 	d, err := dispatch.New(dispatch.Dispatcher{Store: store(), Executor: exec, Registry: optype.Builtin(),
 		DeadLetters: &deadletters.Queue{Client: stack.SQS, URL: stack.DeadLetterQueueURL},
-		Now:         time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation})
+		Now:         time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.OutboxOperation})
 	if err != nil {
 		panic(err)
 	}

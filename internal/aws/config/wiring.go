@@ -132,11 +132,13 @@ func (f Function) Executor() *stepfunctions.Executor {
 func (f Function) Registry() *optype.Registry { return f.Types }
 
 // Dispatcher is the dispatcher the dispatcher and reconciler functions share: the table, the
-// deployment's types (Registry), the dead-letter queue and exec.
+// deployment's types (Registry), the dead-letter queue, exec, and the seal key of the
+// executions that wake work waiting for a signal.
 func (f Function) Dispatcher(exec dispatch.Executor) *dispatch.Dispatcher {
 	d, err := dispatch.New(dispatch.Dispatcher{Store: f.Store, Executor: exec, Registry: f.Registry(), Leases: f.Config.Leases,
 		DeadLetters: sqs.NewDeadLetters(f.AWS, f.Config.DeadLetterQueueURL),
-		Now:         time.Now, Log: f.Log, Accepted: dynamo.AcceptedOperation, Metrics: f.metrics(), Tracer: f.Tracer()})
+		Now:         time.Now, Log: f.Log, Accepted: dynamo.OutboxOperation, Metrics: f.metrics(), Tracer: f.Tracer(),
+		Seals: f.Sealer()})
 	if err != nil {
 		exit(f.Log, err)
 	}

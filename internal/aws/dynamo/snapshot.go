@@ -79,6 +79,10 @@ func snapshotOf(op operation.Operation, admitted bool) (v types.AttributeValue, 
 	case len(op.Result) > 0 && op.State != operation.Succeeded,
 		op.Problem != nil && op.State != operation.Failed && op.State != operation.OutcomeUnknown:
 		return nil, false // the representation does not show it in this state
+	case len(op.Signals) > 0 || op.Awaiting != nil || op.Delivery != nil:
+		// Signals and waits for them are folded from the facts: an operation that uses
+		// them has a handful more, and their data is no cost to every append.
+		return nil, false
 	}
 	m := map[string]types.AttributeValue{snapVersion: num(int64(op.Version)), snapUpdated: timeValue(op.UpdatedAt)}
 	switch {

@@ -26,15 +26,17 @@ func StreamFact(rec events.DynamoDBEventRecord) (id string, kind operation.Kind,
 	return id, operation.Kind(k.String()), ok
 }
 
-// AcceptedOperation returns the id of an operation whose accepted fact a record inserts.
-func AcceptedOperation(rec events.DynamoDBEventRecord) (string, bool) {
+// OutboxOperation returns the id of an operation whose accepted or signaled fact a record
+// inserts: the dispatcher starts the work of the one, and wakes work that waits for the
+// other.
+func OutboxOperation(rec events.DynamoDBEventRecord) (string, bool) {
 	id, kind, ok := StreamFact(rec)
-	return id, ok && kind == operation.KindAccepted
+	return id, ok && (kind == operation.KindAccepted || kind == operation.KindSignaled)
 }
 
-// AcceptedFilter is the event source mapping's filter pattern for the dispatcher: inserted
-// accepted facts only, so the function is not invoked for anything else.
-const AcceptedFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["accepted"]},"sk":{"S":[{"prefix":"FACT#"}]}}}}`
+// OutboxFilter is the event source mapping's filter pattern for the dispatcher: inserted
+// accepted and signaled facts only, so the function is not invoked for anything else.
+const OutboxFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["accepted","signaled"]},"sk":{"S":[{"prefix":"FACT#"}]}}}}`
 
 // ProjectionFilter matches inserts and updates of operations' projections: each is one
 // committed state change (the notifier's mapping).

@@ -40,7 +40,7 @@ type Mapping struct {
 func Dispatcher() Mapping {
 	return Mapping{
 		Function:                "dispatcher",
-		Filter:                  dynamo.AcceptedFilter,
+		Filter:                  dynamo.OutboxFilter,
 		BatchSize:               10,
 		MaxBatchingWindow:       0,
 		MaxRetries:              5,

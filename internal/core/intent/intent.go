@@ -60,8 +60,9 @@ func (s *Service) cancel(op operation.Operation, actor string, visible Visible, 
 	case op.State == operation.OutcomeUnknown:
 		return nil, false, problem.New(problem.AlreadyTerminal, "The operation's work has ended with an unknown outcome; it awaits an operator, and there is nothing left to stop.").
 			WithOperation(op.ID)
-	case op.State == operation.Accepted:
-		// Nothing started: the intent and its result are one decision.
+	case op.State == operation.Accepted || op.Awaits():
+		// Nothing started, or the work waits for a signal with no step in flight and no
+		// execution running: the intent and its result are one decision.
 		return []operation.Fact{request, {Kind: operation.KindCanceled, At: now, Source: operation.SourceClient, Actor: actor}}, false, nil
 	default:
 		return []operation.Fact{request}, false, nil

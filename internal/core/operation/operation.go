@@ -55,6 +55,7 @@ const (
 	KindFailed          Kind = "failed"
 	KindCanceled        Kind = "canceled"
 	KindOutcomeUnknown  Kind = "outcome_unknown" // an effect may have happened; result lost
+	KindSignaled        Kind = "signaled"        // a signal arrived from the world (signal.go)
 )
 
 // Source says who recorded a fact. Only executor facts set observedAt.
@@ -67,6 +68,9 @@ const (
 	SourceClient     Source = "client"
 	SourceReconciler Source = "reconciler"
 	SourceOperator   Source = "operator"
+	// SourceCallback is a signal delivered through a callback URL, by a third party that
+	// holds the URL and no credentials of its own.
+	SourceCallback Source = "callback"
 )
 
 // Admission is the payload of the accepted fact: what was asked, by whom, on what.
@@ -166,6 +170,13 @@ type Fact struct {
 	// WaitingUntil says that the work waits, with nothing in flight, until then (the
 	// hand-back of a wait; any later executor fact ends it): internal, never public.
 	WaitingUntil *time.Time `json:"waitingUntil,omitempty"`
+	// Signal is the signal a signaled fact records.
+	Signal *Signal `json:"signal,omitempty"`
+	// Awaiting says that the work waits for a signal, with nothing in flight and no
+	// execution running (an executor's fact; any later executor fact ends it).
+	Awaiting *Awaiting `json:"awaiting,omitempty"`
+	// Delivery is which signals the step this fact leases is given (an executor's fact).
+	Delivery *Delivery `json:"delivery,omitempty"`
 }
 
 // Lease marks a step in flight. Run is the recorder invocation that took it (a Run) and
@@ -219,6 +230,8 @@ func transition(s State, k Kind) (State, bool) {
 			return Canceled, true // the work never started
 		case KindFailed:
 			return Failed, true // e.g. the executor refused the work outright
+		case KindSignaled:
+			return Accepted, true // kept for the first step
 		}
 	case Dispatched:
 		switch k {
@@ -234,10 +247,14 @@ func transition(s State, k Kind) (State, bool) {
 			return Canceled, true
 		case KindOutcomeUnknown:
 			return OutcomeUnknown, true
+		case KindSignaled:
+			return Dispatched, true
 		}
 	case Running:
 		switch k {
 		case KindProgress:
+			return Running, true
+		case KindSignaled:
 			return Running, true
 		case KindCancelRequested:
 			return Cancelling, true
@@ -317,6 +334,11 @@ type Operation struct {
 	LeaseVersion int
 	// WaitingUntil is when the wait the work was handed on to ends (zero: not waiting).
 	WaitingUntil time.Time
+	// Signals are the signals received, in order; Awaiting is the signal the work waits
+	// for (nil: none); Delivery is which of Signals the latest step was given.
+	Signals  []Received
+	Awaiting *Awaiting
+	Delivery *Delivery
 }
 
 // Waiting says whether the work waits at now, with nothing in flight, for a wait it was
@@ -396,6 +418,12 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 		o.Problem = nil
 	case KindFailed, KindOutcomeUnknown:
 		o.Problem = f.Problem
+	case KindSignaled:
+		if f.Signal == nil {
+			return o, fmt.Errorf("%w: signaled fact without a signal", ErrMalformedHistory)
+		}
+		o.Signals = append(slices.Clip(o.Signals), Received{Signal: *f.Signal, Version: f.Version, At: f.At,
+			Source: f.Source, Actor: f.Actor})
 	}
 	if f.Progress != nil {
 		o.Progress = o.Progress.then(*f.Progress)
@@ -414,6 +442,10 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 		o.WaitingUntil = time.Time{}
 		if f.WaitingUntil != nil {
 			o.WaitingUntil = *f.WaitingUntil
+		}
+		o.Awaiting = f.Awaiting
+		if f.Delivery != nil {
+			o.Delivery = f.Delivery
 		}
 	}
 	o.State = next
@@ -446,6 +478,8 @@ type Representation struct {
 	Result          json.RawMessage `json:"result,omitempty"`
 	Problem         *Problem        `json:"problem,omitempty"`
 	Progress        *Progress       `json:"progress,omitempty"`
+	// Awaiting is the signal the work waits for, while it waits.
+	Awaiting *AwaitingView `json:"awaiting,omitempty"`
 }
 
 // Represent builds the public representation; statusURL is the operation's path under the
@@ -467,6 +501,9 @@ func (o Operation) Represent(statusURL string) Representation {
 	if !o.ObservedAt.IsZero() {
 		s := FormatTime(o.ObservedAt)
 		r.ObservedAt = &s
+	}
+	if o.Awaits() {
+		r.Awaiting = &AwaitingView{Signal: o.Awaiting.Signal, Since: FormatTime(o.Awaiting.Since), Until: FormatTime(o.Awaiting.Until)}
 	}
 	switch o.State {
 	case Succeeded:
@@ -507,6 +544,14 @@ func (o Operation) DueAt(l Leases) (due time.Time, ok bool) {
 	case Accepted:
 		return o.UpdatedAt.Add(l.Dispatch), true
 	case Dispatched, Running:
+		if o.Awaits() {
+			if o.AwaitAnswered() {
+				// The signal came: the dispatcher wakes the work at once; should it not,
+				// the reconciler does.
+				return o.UpdatedAt.Add(l.Dispatch), true
+			}
+			return o.Awaiting.Until, true // its timeout, however long
+		}
 		if o.WaitingUntil.After(o.UpdatedAt) {
 			// Waiting: nothing to look at before the wait ends, however long it is.
 			return o.WaitingUntil.Add(l.Check), true

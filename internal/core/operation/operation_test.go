@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-var allKinds = []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested, KindProgress, KindSucceeded, KindFailed, KindCanceled, KindOutcomeUnknown}
+var allKinds = []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested, KindProgress, KindSucceeded, KindFailed, KindCanceled, KindOutcomeUnknown, KindSignaled}
 
 // legal is the contract's state machine written out by hand, independently of the
 // implementation's table: "from + fact = to". Everything not listed must be rejected.
@@ -19,18 +19,21 @@ var legal = []string{
 	"accepted + cancel_requested = cancelling",
 	"accepted + canceled = canceled",
 	"accepted + failed = failed",
+	"accepted + signaled = accepted", // kept for the first step
 	"dispatched + started = running",
 	"dispatched + cancel_requested = cancelling",
 	"dispatched + succeeded = succeeded",
 	"dispatched + failed = failed",
 	"dispatched + canceled = canceled",
 	"dispatched + outcome_unknown = outcome_unknown",
+	"dispatched + signaled = dispatched",
 	"running + progress = running",
 	"running + cancel_requested = cancelling",
 	"running + succeeded = succeeded",
 	"running + failed = failed",
 	"running + canceled = canceled",
 	"running + outcome_unknown = outcome_unknown",
+	"running + signaled = running",
 	"cancelling + progress = cancelling",
 	"cancelling + canceled = canceled",
 	"cancelling + succeeded = succeeded",

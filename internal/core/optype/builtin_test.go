@@ -28,7 +28,7 @@ func TestBuiltinDefinitions(t *testing.T) {
 		MintsTarget, Demo, HasDescription bool
 	}
 	want := []settings{
-		{"demo.task", "demo-task", 1, 20, 1, time.Hour, 60 * time.Second, time.Second, 0, false, true, true},
+		{"demo.task", "demo-task", 1, 21, 1, time.Hour, 60 * time.Second, time.Second, 0, false, true, true},
 		{"export.orders", "export-orders", 1, 1, 1, time.Hour, 60 * time.Second, 0, 0, false, false, true},
 	}
 	for i, typ := range types {
@@ -51,7 +51,7 @@ func TestBuiltinDefinitions(t *testing.T) {
 // with a title and a description.
 func TestBuiltinInputSchemas(t *testing.T) {
 	for name, props := range map[string][]string{
-		"demo.task":     {"target", "steps", "sleepMs", "outcome"},
+		"demo.task":     {"target", "steps", "sleepMs", "outcome", "await", "awaitSeconds"},
 		"export.orders": {"from", "to"},
 	} {
 		typ, _ := Builtin().Lookup(name)

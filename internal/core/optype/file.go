@@ -56,7 +56,7 @@ const (
 
 var (
 	fileKeys         = []string{"types", "local"}
-	typeKeys         = []string{"name", "version", "description", "demo", "worker", "deadline", "stepTimeout", "maxSteps", "stepDelay", "retention", "quotaWeight", "target", "input", "checks"}
+	typeKeys         = []string{"name", "version", "description", "demo", "worker", "deadline", "stepTimeout", "maxSteps", "stepDelay", "retention", "quotaWeight", "target", "input", "checks", "signals"}
 	requiredTypeKeys = []string{"name", "version", "description", "worker", "deadline", "stepTimeout", "maxSteps", "target", "input"}
 	localKeys        = []string{"go", "command", "env"}
 	dateRangeKeys    = []string{"from", "to", "maxDays"}
@@ -332,6 +332,9 @@ func (p *parser) parseType(i int, n *yaml.Node, names map[string]int) (Type, boo
 	}
 	if v, ok := m["checks"]; ok {
 		t.checks = p.parseChecks(where, deref(v), schema.doc)
+	}
+	if v, ok := m["signals"]; ok {
+		t.Signals = p.parseSignals(where, v)
 	}
 	return t, len(p.errs) == before
 }

@@ -44,6 +44,9 @@ type Type struct {
 	// outcome_unknown on request, holding its lock and quota slot until an operator resolves
 	// it): a deployment serves it only when demo types are enabled (Deployed).
 	Demo bool
+	// Signals are the messages its running operations accept from the world, in the
+	// definitions file's order (signal.go).
+	Signals []Signal
 
 	schema    *jsonschema.Schema
 	rawSchema json.RawMessage

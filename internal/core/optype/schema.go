@@ -322,13 +322,18 @@ func fieldErrors(err error) []problem.FieldError { return fieldErrorsAt(err, "Th
 
 // fieldErrorsAt is fieldErrors for a value a message calls root when at its top.
 func fieldErrorsAt(err error, root string) []problem.FieldError {
+	return fieldErrorsUnder(err, root, "/input")
+}
+
+// fieldErrorsUnder is fieldErrorsAt for a value at pointer under in the request's body.
+func fieldErrorsUnder(err error, root, under string) []problem.FieldError {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return []problem.FieldError{{Pointer: "/input", Detail: "The input is invalid."}}
+		return []problem.FieldError{{Pointer: under, Detail: root + " is invalid."}}
 	}
 	var fields []problem.FieldError
 	walkLeaves(ve, func(e *jsonschema.ValidationError) {
-		at := "/input" + jsonPointer(e.InstanceLocation)
+		at := under + jsonPointer(e.InstanceLocation)
 		switch k := e.ErrorKind.(type) {
 		case *kind.Required:
 			for _, m := range k.Missing {

@@ -16,6 +16,7 @@ const (
 	InvalidInput             Code = "invalid_input"
 	InvalidIdempotencyKey    Code = "invalid_idempotency_key"
 	UnsupportedOperationType Code = "unsupported_operation_type"
+	UnknownSignal            Code = "unknown_signal"
 	Unauthenticated          Code = "unauthenticated"
 	Forbidden                Code = "forbidden"
 	NotFound                 Code = "not_found"
@@ -33,7 +34,7 @@ const (
 
 // Codes lists every code of the contract (a new slice each call).
 func Codes() []Code {
-	return []Code{InvalidInput, InvalidIdempotencyKey, UnsupportedOperationType, Unauthenticated, Forbidden,
+	return []Code{InvalidInput, InvalidIdempotencyKey, UnsupportedOperationType, UnknownSignal, Unauthenticated, Forbidden,
 		NotFound, IdempotencyKeyReused, TargetBusy, AlreadyTerminal, VersionMismatch, PayloadTooLarge,
 		UnsupportedMediaType, MethodNotAllowed, QuotaExceeded, Unavailable, Internal}
 }

@@ -40,10 +40,42 @@ type Request struct {
 	// CorrelationID is the operation's correlation id (docs/observability.md), for the
 	// worker's own logs; absent for operations admitted before it was recorded.
 	CorrelationID string `json:"correlationId,omitempty"`
+	// Signals are the signals that arrived since the step before was given its own, in
+	// the order they arrived (absent: none).
+	Signals []Signal `json:"signals,omitempty"`
+	// Awaited is, on the step after a wait for a signal, what the wait came to.
+	Awaited *Awaited `json:"awaited,omitempty"`
+	// Callbacks are the callback URLs of the type's callable signals, by signal name: a
+	// worker hands one to a third party, which sends the signal by POSTing its data there.
+	Callbacks map[string]string `json:"callbacks,omitempty"`
 	// Seal is longrun's MAC over the rest of the request (internal/core/seal), by which the
 	// recorder knows the request when the worker's destination hands it back. It is
 	// opaque to the worker, which ignores it.
 	Seal string `json:"seal,omitempty"`
+}
+
+// Signal is a signal as a step receives it: its name, its data, when it arrived, and who
+// sent it (the principal; absent for a callback, whose sender holds no credentials).
+type Signal struct {
+	Name       string          `json:"name"`
+	Data       json.RawMessage `json:"data"`
+	ReceivedAt string          `json:"receivedAt"`
+	Sender     string          `json:"sender,omitempty"`
+	Via        string          `json:"via"` // api or callback
+}
+
+// Awaited is what a wait for a signal came to: the signal waited for, and whether the wait
+// timed out before it came (then Signals holds no signal of that name).
+type Awaited struct {
+	Signal   string `json:"signal"`
+	TimedOut bool   `json:"timedOut"`
+}
+
+// Await is a continue report's wait for a signal: the next step runs when the signal
+// arrives, or after TimeoutSeconds without it.
+type Await struct {
+	Signal         string `json:"signal"`
+	TimeoutSeconds int    `json:"timeoutSeconds"`
 }
 
 // Status is what a report says the step came to.
@@ -63,6 +95,7 @@ type Report struct {
 	Progress     *Progress       `json:"progress,omitempty"`
 	Wait         bool            `json:"wait,omitempty"`
 	DelaySeconds *int            `json:"delaySeconds,omitempty"`
+	Await        *Await          `json:"await,omitempty"`
 	Result       json.RawMessage `json:"result,omitempty"`
 	Problem      *Problem        `json:"problem,omitempty"`
 }
@@ -94,6 +127,9 @@ const (
 	MaxStateBytes   = 32 << 10
 	MaxResultBytes  = 64 << 10
 	MaxDelaySeconds = 86400
+	// MaxAwaitSeconds is the longest wait for a signal a report may ask for (30 days);
+	// the operation's deadline may end it sooner.
+	MaxAwaitSeconds = 30 * 86400
 	maxMessage      = 200
 	maxTitle        = 200
 	maxDetail       = 2000
@@ -106,7 +142,7 @@ var ErrInvalidReport = errors.New("invalid step report")
 
 // allowed is the members each status allows (the schema's additionalProperties: false).
 var allowed = map[Status][]string{
-	Continue:       {"status", "state", "progress", "delaySeconds", "wait"},
+	Continue:       {"status", "state", "progress", "delaySeconds", "wait", "await"},
 	Succeeded:      {"status", "result", "progress"},
 	Failed:         {"status", "problem", "progress"},
 	OutcomeUnknown: {"status", "problem", "progress"},
@@ -198,6 +234,10 @@ func parseReport(raw []byte, cutText bool) (Report, error) {
 			default:
 				return Report{}, fmt.Errorf("wait must be true or false, not %.40s", v)
 			}
+		case "await":
+			if r.Await, err = parseAwait(v); err != nil {
+				return Report{}, err
+			}
 		case "result":
 			if _, err := object(v, "result"); err != nil {
 				return Report{}, err
@@ -223,7 +263,50 @@ func parseReport(raw []byte, cutText bool) (Report, error) {
 	if r.Status == Failed && r.Problem == nil {
 		return Report{}, errors.New("status failed needs a problem")
 	}
+	if r.Await != nil && (r.Wait || r.DelaySeconds != nil) {
+		return Report{}, errors.New("await cannot go with wait or delaySeconds: a report waits for a signal or for a time")
+	}
 	return r, nil
+}
+
+// signalName is what a signal's name must be (optype.SignalNamePattern says the same).
+var signalName = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+
+func parseAwait(raw json.RawMessage) (*Await, error) {
+	m, err := object(raw, "await")
+	if err != nil {
+		return nil, err
+	}
+	var a Await
+	for _, k := range sortedKeys(m) {
+		v := m[k]
+		switch k {
+		case "signal":
+			if a.Signal, err = str(v, "await.signal"); err != nil {
+				return nil, err
+			}
+			if !signalName.MatchString(a.Signal) {
+				return nil, fmt.Errorf("await.signal %q must match %s", runes.Cut(a.Signal, 80), signalName)
+			}
+		case "timeoutSeconds":
+			d, err := parseNumber(v, "await.timeoutSeconds")
+			if err != nil {
+				return nil, err
+			}
+			if !d.integer() || d.cmp(1) < 0 || d.cmp(MaxAwaitSeconds) > 0 {
+				return nil, fmt.Errorf("await.timeoutSeconds %s is not an integer from 1 to %d", v, MaxAwaitSeconds)
+			}
+			a.TimeoutSeconds = d.int()
+		default:
+			return nil, fmt.Errorf("%q is not a member of await", k)
+		}
+	}
+	for _, k := range []string{"signal", "timeoutSeconds"} {
+		if _, ok := m[k]; !ok {
+			return nil, fmt.Errorf("await.%s is missing", k)
+		}
+	}
+	return &a, nil
 }
 
 func parseProblem(raw json.RawMessage, cutText bool) (*Problem, error) {

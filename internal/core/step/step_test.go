@@ -130,6 +130,18 @@ func reportCases() []reportCase {
 		ok(`{"status":"continue","progress":{"totalSteps":1e400}}`, cont(step.Report{Progress: &step.Progress{TotalSteps: math.MaxInt}})),
 		ok(`{"status":"continue","progress":{}}`, cont(step.Report{Progress: &step.Progress{}})),
 		ok(`{"st\u0061tus":"contin\u0075e"}`, step.Report{Status: step.Continue}),
+		// continue, waiting for a signal
+		ok(`{"status":"continue","await":{"signal":"approval","timeoutSeconds":259200}}`,
+			cont(step.Report{Await: &step.Await{Signal: "approval", TimeoutSeconds: 259200}})),
+		ok(`{"status":"continue","state":{"n":1},"await":{"timeoutSeconds":1,"signal":"a"},"progress":{"message":"Waiting for an approval."}}`,
+			cont(step.Report{State: raw(`{"n":1}`), Await: &step.Await{Signal: "a", TimeoutSeconds: 1},
+				Progress: &step.Progress{Message: "Waiting for an approval."}})),
+		ok(`{"status":"continue","await":{"signal":"a`+str(63, "-")+`","timeoutSeconds":2592000}}`,
+			cont(step.Report{Await: &step.Await{Signal: "a" + str(63, "-"), TimeoutSeconds: 2592000}})),
+		ok(`{"status":"continue","await":{"signal":"payment_settled-2","timeoutSeconds":2.592e6}}`,
+			cont(step.Report{Await: &step.Await{Signal: "payment_settled-2", TimeoutSeconds: 2592000}})),
+		ok(`{"status":"continue","await":{"signal":"a","timeoutSeconds":60.0},"wait":false}`, // wait false asks for no wait
+			cont(step.Report{Await: &step.Await{Signal: "a", TimeoutSeconds: 60}})),
 		ok(" \r\n\t{\"status\":\"continue\"} \n", step.Report{Status: step.Continue}),
 		// succeeded
 		ok(`{"status":"succeeded"}`, step.Report{Status: step.Succeeded}),
@@ -176,6 +188,10 @@ func reportCases() []reportCase {
 		bad(`{"status":"continue","progress":{"Percent":2}}`),
 		bad(`{"status":"continue","progress":{"Message":"m"}}`),
 		bad(`{"status":"continue","progress":{"completedSteps":2}}`),
+		bad(`{"status":"continue","Await":{"signal":"a","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"Signal":"a","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutseconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":1,"data":{}}}`),
 		bad(`{"status":"failed","problem":{"Code":"a","title":"t"}}`),
 		bad(`{"status":"failed","problem":{"code":"a","Title":"t"}}`),
 		bad(`{"status":"failed","problem":{"code":"a","title":"t","Detail":"d"}}`),
@@ -198,6 +214,9 @@ func reportCases() []reportCase {
 		bad(`{"status":"outcome_unknown","wait":true}`),
 		bad(`{"status":"outcome_unknown","state":null}`),
 		bad(`{"status":"outcome_unknown","delaySeconds":1}`),
+		bad(`{"status":"succeeded","await":{"signal":"a","timeoutSeconds":1}}`),
+		bad(`{"status":"failed","problem":{"code":"a","title":"t"},"await":{"signal":"a","timeoutSeconds":1}}`),
+		bad(`{"status":"outcome_unknown","await":null}`),
 		// null is not a value of a typed member
 		bad(`{"status":"continue","delaySeconds":null}`),
 		bad(`{"status":"continue","wait":null}`),
@@ -211,6 +230,9 @@ func reportCases() []reportCase {
 		bad(`{"status":"continue","progress":{"totalSteps":null}}`),
 		bad(`{"status":"continue","progress":{"percent":null}}`),
 		bad(`{"status":"continue","progress":{"message":null}}`),
+		bad(`{"status":"continue","await":null}`),
+		bad(`{"status":"continue","await":{"signal":null,"timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":null}}`),
 		// delaySeconds
 		bad(`{"status":"continue","delaySeconds":86401}`),
 		bad(`{"status":"continue","delaySeconds":-1}`),
@@ -223,6 +245,30 @@ func reportCases() []reportCase {
 		// wait
 		bad(`{"status":"continue","wait":"yes"}`),
 		bad(`{"status":"continue","wait":1}`),
+		// await: a signal and a timeout, and never with a wait for a time
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":1},"wait":true}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":1},"delaySeconds":0}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":1},"delaySeconds":30,"wait":true}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":0}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":-1}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":2592001}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":2592000.5}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":1.5}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":1e400}}`),
+		bad(`{"status":"continue","await":{"signal":"a","timeoutSeconds":"60"}}`),
+		bad(`{"status":"continue","await":{"signal":"Approval","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"1a","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"-a","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"a.b","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"a\n","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"a` + str(64, "b") + `","timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":7,"timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{"signal":"a"}}`),
+		bad(`{"status":"continue","await":{"timeoutSeconds":1}}`),
+		bad(`{"status":"continue","await":{}}`),
+		bad(`{"status":"continue","await":"approval"}`),
+		bad(`{"status":"continue","await":["approval",60]}`),
 		// result
 		bad(`{"status":"succeeded","result":[]}`),
 		bad(`{"status":"succeeded","result":"ok"}`),
@@ -410,9 +456,10 @@ func show(r step.Report) string {
 	}
 	b, _ := json.Marshal(struct {
 		W  bool
+		A  *step.Await
 		P  *step.Progress
 		Pr *step.Problem
-	}{r.Wait, r.Progress, r.Problem})
+	}{r.Wait, r.Await, r.Progress, r.Problem})
 	if r.State == nil {
 		s += " (state nil)"
 	}
@@ -590,4 +637,78 @@ func sameJSON(t *testing.T, a, b []byte) bool {
 		t.Fatalf("%s: %v", b, err)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// A request that gives a step signals, what its wait came to and the type's callback URLs
+// is valid under the request schema as step.Request writes it; the schema holds those
+// members to their shapes.
+func TestRequestWithSignals(t *testing.T) {
+	s := schema(t, "step-request")
+	req := step.Request{
+		Protocol: step.Protocol, OperationID: "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3", Type: "deploy.service", Version: 1,
+		Input: raw(`{"service":"billing"}`), Step: 2, MaxSteps: 10, State: raw(`{"ticket":"CHG-1"}`),
+		Deadline: "2026-12-08T12:00:00.000Z", StepTimeoutSeconds: 60,
+		Signals: []step.Signal{
+			{Name: "comment", Data: raw(`{"text":"looks fine"}`), ReceivedAt: "2026-12-02T14:01:00.000Z", Sender: "arn:aws:iam::123456789012:user/bob", Via: "api"},
+			{Name: "approval", Data: raw(`{"approved":true}`), ReceivedAt: "2026-12-02T14:05:16.000Z", Sender: "arn:aws:iam::123456789012:user/alice", Via: "api"},
+			{Name: "payment-settled", Data: raw(`{}`), ReceivedAt: "2026-12-02T14:05:17.250Z", Via: "callback"},
+		},
+		Awaited:   &step.Awaited{Signal: "approval"},
+		Callbacks: map[string]string{"payment-settled": "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/callbacks/cb_2f1e0d"},
+	}
+	doc, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate(s, doc); err != nil {
+		t.Fatalf("the schema refuses %s: %v", doc, err)
+	}
+	if !strings.Contains(string(doc), `"awaited":{"signal":"approval","timedOut":false}`) {
+		t.Fatalf("awaited must say timedOut, also when false: %s", doc)
+	}
+	// Without signals, awaited and callbacks, none of the members is sent.
+	plain, _ := json.Marshal(step.Request{Signals: []step.Signal{}, Callbacks: map[string]string{}})
+	for _, m := range []string{"signals", "awaited", "callbacks"} {
+		if strings.Contains(string(plain), `"`+m+`"`) {
+			t.Errorf("%s is sent empty: %s", m, plain)
+		}
+	}
+	for name, edit := range map[string]func(m map[string]any){
+		"no signals":                 func(m map[string]any) { m["signals"] = []any{} },
+		"a signal without data":      func(m map[string]any) { delete(signal(m, 0), "data") },
+		"data that is no object":     func(m map[string]any) { signal(m, 0)["data"] = []any{} },
+		"a signal without a name":    func(m map[string]any) { delete(signal(m, 0), "name") },
+		"a bad signal name":          func(m map[string]any) { signal(m, 0)["name"] = "Approval" },
+		"receivedAt not in UTC":      func(m map[string]any) { signal(m, 0)["receivedAt"] = "2026-12-02T15:05:16.000+01:00" },
+		"receivedAt in seconds":      func(m map[string]any) { signal(m, 0)["receivedAt"] = "2026-12-02T14:05:16Z" },
+		"no via":                     func(m map[string]any) { delete(signal(m, 0), "via") },
+		"another via":                func(m map[string]any) { signal(m, 0)["via"] = "email" },
+		"a callback with a sender":   func(m map[string]any) { signal(m, 2)["sender"] = "someone" },
+		"an empty sender":            func(m map[string]any) { signal(m, 0)["sender"] = "" },
+		"an unknown signal member":   func(m map[string]any) { signal(m, 0)["key"] = "k1" },
+		"awaited without timedOut":   func(m map[string]any) { delete(m["awaited"].(map[string]any), "timedOut") },
+		"awaited without its signal": func(m map[string]any) { delete(m["awaited"].(map[string]any), "signal") },
+		"an unknown awaited member":  func(m map[string]any) { m["awaited"].(map[string]any)["at"] = "2026-12-02T14:05:16.000Z" },
+		"no callbacks":               func(m map[string]any) { m["callbacks"] = map[string]any{} },
+		"a callback of a bad name":   func(m map[string]any) { m["callbacks"] = map[string]any{"Paid": "https://x.example/v1/callbacks/t"} },
+		"a callback that is no URL":  func(m map[string]any) { m["callbacks"] = map[string]any{"paid": "cb_2f1e0d"} },
+		"a callback elsewhere": func(m map[string]any) {
+			m["callbacks"] = map[string]any{"paid": "https://x.example/v1/operations/op_1"}
+		},
+	} {
+		var m map[string]any
+		if err := json.Unmarshal(doc, &m); err != nil {
+			t.Fatal(err)
+		}
+		edit(m)
+		bad, _ := json.Marshal(m)
+		if err := validate(s, bad); err == nil {
+			t.Errorf("%s: the schema accepts %s", name, bad)
+		}
+	}
+}
+
+// signal is the i-th signal of a decoded request.
+func signal(m map[string]any, i int) map[string]any {
+	return m["signals"].([]any)[i].(map[string]any)
 }

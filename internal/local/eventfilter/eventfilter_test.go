@@ -10,8 +10,8 @@ func record(event, sk, kind string) []byte {
 	return []byte(`{"eventName":"` + event + `","dynamodb":{"NewImage":{"pk":{"S":"OP#op_1"},"sk":{"S":"` + sk + `"},"kind":{"S":"` + kind + `"}}}}`)
 }
 
-func TestAcceptedFilter(t *testing.T) {
-	p, err := Compile(dynamo.AcceptedFilter)
+func TestOutboxFilter(t *testing.T) {
+	p, err := Compile(dynamo.OutboxFilter)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ const none = 0
 func kinds() []operation.Kind {
 	return []operation.Kind{operation.KindAccepted, operation.KindDispatched, operation.KindStarted,
 		operation.KindCancelRequested, operation.KindProgress, operation.KindSucceeded, operation.KindFailed,
-		operation.KindCanceled, operation.KindOutcomeUnknown}
+		operation.KindCanceled, operation.KindOutcomeUnknown, operation.KindSignaled}
 }
 
 // reach answers, for background facts only, which states an operation can be in n facts
@@ -56,8 +56,8 @@ type answer struct {
 type lifecycle struct {
 	states []operation.State // index none is ""
 	index  map[operation.State]uint8
-	// bg is reachability by background facts: every kind but the two clients write
-	// (accepted, cancel_requested). orphan adds accepted, for an operation no recorded
+	// bg is reachability by background facts: every kind but those clients write
+	// (accepted, cancel_requested, signaled). orphan adds accepted, for an operation no recorded
 	// create named, so that something unseen may have created it.
 	bg, orphan reach
 	cancel     []answer
@@ -72,7 +72,9 @@ func newLifecycle() (*lifecycle, error) {
 	for i, s := range states {
 		lc.index[s] = uint8(i)
 	}
-	client := []operation.Kind{operation.KindAccepted, operation.KindCancelRequested}
+	// Signals are a client's too: histories the checker reads send none, so none happens
+	// in the background (a self-loop there would let any version pass).
+	client := []operation.Kind{operation.KindAccepted, operation.KindCancelRequested, operation.KindSignaled}
 	var background, orphan []operation.Kind
 	for _, k := range kinds() {
 		if !slices.Contains(client, k) {

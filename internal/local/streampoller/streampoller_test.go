@@ -39,7 +39,7 @@ func (f *fakeFunction) Invoke(_ context.Context, _ string, payload []byte) ([]by
 	}
 	var ids []string
 	for _, r := range ev.Records {
-		if id, ok := dynamo.AcceptedOperation(r); ok && r.EventSourceArn != "" {
+		if id, ok := dynamo.OutboxOperation(r); ok && r.EventSourceArn != "" {
 			ids = append(ids, id)
 		}
 	}

@@ -23,7 +23,9 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
+	"github.com/longrun-dev/longrun/internal/core/seal"
 	"github.com/longrun-dev/longrun/internal/core/tracelink"
+	"github.com/longrun-dev/longrun/internal/service/recorder"
 )
 
 // Executor runs an operation's workflow. Executions are named after the operation id, which
@@ -98,13 +100,16 @@ type Dispatcher struct {
 	Now         func() time.Time
 	Log         *slog.Logger
 	// Accepted reads the operation id from a stream record that inserts an accepted fact
-	// (the store's item format is the store adapter's business: dynamo.AcceptedOperation).
+	// (the store's item format is the store adapter's business: dynamo.OutboxOperation).
 	Accepted func(events.DynamoDBEventRecord) (id string, ok bool)
 	// Metrics hears of dispatch lag and dead letters; nil counts nothing (optional).
 	Metrics Metrics
 	// Tracer starts a span per Dispatch, linked to the admission's; nil traces nothing
 	// (optional).
 	Tracer trace.Tracer
+	// Seals seals the input of an execution that wakes work waiting for a signal
+	// (recorder.Wake); nil seals nothing (tests).
+	Seals *seal.Sealer
 }
 
 func (d *Dispatcher) metric(name, unit string, value float64, dims ...string) {
@@ -168,6 +173,19 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 	}
 	logctx.Set(ctx, logctx.Fields{CorrelationID: op.CorrelationID})
 	tracelink.AddLink(span, op.Traceparent)
+	if dec.wake != "" {
+		// The signal a wait was for came: start the execution that ends the wait. Its
+		// first step names it the latest; a second start of the same name is no error.
+		next, input, err := recorder.Wake(d.Seals, op, dec.wake)
+		if err != nil {
+			return err
+		}
+		if _, err := d.Executor.Start(ctx, next.Workflow, next.Name, input); err != nil && !errors.Is(err, ErrAlreadyStarted) {
+			return err
+		}
+		d.Log.InfoContext(ctx, "woken", "operation_id", id, "signal", op.Awaiting.Signal)
+		return nil
+	}
 	started := "" // the execution this call started or found, if any
 	if dec.start != "" {
 		span.SetAttributes(tracelink.AttrOperationType.String(op.Type))
@@ -226,6 +244,9 @@ type decision struct {
 	outcome *operation.Fact
 	// unserved says the operation's type is not served here and is left accepted.
 	unserved bool
+	// wake is the workflow on which to start the execution that ends a wait for a signal
+	// that has come ("": none).
+	wake string
 }
 
 // decide is the dispatcher's decision on op at now, given the execution this call started
@@ -241,6 +262,11 @@ func (d *Dispatcher) decide(op operation.Operation, started string, now time.Tim
 		// the API itself writes canceled with it): no step ran or can run, so it is over.
 		f := d.fact(operation.KindCanceled, "", now)
 		return []operation.Fact{f}, decision{outcome: &f}, nil
+	case op.AwaitAnswered():
+		if typ, ok := d.Registry.Lookup(op.Type); ok {
+			return nil, decision{wake: typ.Worker}, nil
+		}
+		return nil, decision{}, nil // the reconciler's, once a function serves the type
 	case op.State != operation.Accepted:
 		if started != "" && op.Started && op.Execution == "" {
 			// This call's execution began its work before the dispatched fact was written:

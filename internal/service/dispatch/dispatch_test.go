@@ -68,7 +68,7 @@ func newFixtureOn(t *testing.T, client *dynamodb.Client) *fixture {
 	store := dynamo.New(client, dynamotest.NewTable(t, client))
 	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, dlq: &letters{}, admit: dynamotest.NewAdmitter(store, time.Now), raw: client}
 	d, err := dispatch.New(dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: f.dlq,
-		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation})
+		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.OutboxOperation})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (f *fixture) cancel(id string) operation.Operation { return dynamotest.Canc
 func (f *fixture) dispatcherOn(store facts.Store) *dispatch.Dispatcher {
 	f.t.Helper()
 	d, err := dispatch.New(dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: f.dlq,
-		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation})
+		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.OutboxOperation})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestDispatchCarriesTheCorrelationID(t *testing.T) {
 	f := newFixture(t)
 	var out bytes.Buffer
 	d, err := dispatch.New(dispatch.Dispatcher{Store: f.store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: f.dlq,
-		Now: time.Now, Log: slog.New(lambdalog.New(&out, "longrun-dispatcher", slog.LevelInfo)), Accepted: dynamo.AcceptedOperation})
+		Now: time.Now, Log: slog.New(lambdalog.New(&out, "longrun-dispatcher", slog.LevelInfo)), Accepted: dynamo.OutboxOperation})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestExecutionInputCarriesTheDispatchSpan(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
 	d, err := dispatch.New(dispatch.Dispatcher{Store: f.store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: f.dlq,
-		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation, Tracer: tracer})
+		Now: time.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.OutboxOperation, Tracer: tracer})
 	if err != nil {
 		t.Fatal(err)
 	}

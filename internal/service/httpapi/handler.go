@@ -47,6 +47,7 @@ type Operations interface {
 type Intents interface {
 	Cancel(ctx context.Context, id, actor string, visible intent.Visible, ifMatch []int) (operation.Operation, bool, error)
 	Resolve(ctx context.Context, id, operator string, r intent.Resolution) (operation.Operation, error)
+	Signal(ctx context.Context, types *optype.Registry, r intent.SignalRequest) (operation.Operation, bool, error)
 }
 
 // Metrics is where the handler counts what it did (the functions give it internal/aws/emf;
@@ -196,7 +197,7 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 			return resp, "", err
 		}
 		return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet, http.MethodPost)
-	case routeOperation, routeCancel, routeResolve:
+	case routeOperation, routeCancel, routeResolve, routeSignal:
 		id := param
 		var resp response
 		var err error
@@ -207,6 +208,8 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 			resp, err = h.cancel(ctx, ev, scope, id)
 		case route == routeResolve && ev.HTTPMethod == http.MethodPost:
 			resp, err = h.resolve(ctx, ev, scope, id)
+		case route == routeSignal && ev.HTTPMethod == http.MethodPost:
+			resp, err = h.signal(ctx, ev, scope, id, path[strings.LastIndex(path, "/")+1:])
 		case id != "" && route == routeOperation:
 			return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet)
 		case id != "":
@@ -272,6 +275,7 @@ const (
 	routeOperation  = operationsPath + "/{operationId}"
 	routeCancel     = routeOperation + "/cancel"
 	routeResolve    = routeOperation + "/resolve"
+	routeSignal     = routeOperation + "/signals/{signal}"
 	routeTypes      = operationTypesPath
 	routeType       = operationTypesPath + "/{name}"
 )
@@ -304,6 +308,9 @@ func routeOf(path string) (route, param string) {
 		return routeCancel, id
 	case "resolve":
 		return routeResolve, id
+	}
+	if name, ok := strings.CutPrefix(action, "signals/"); ok && name != "" && !strings.Contains(name, "/") {
+		return routeSignal, id
 	}
 	return "", ""
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/intent"
 	"github.com/longrun-dev/longrun/internal/core/jcs"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
+	"github.com/longrun-dev/longrun/internal/core/runes"
 )
 
 // cancel serves POST /v1/operations/{id}/cancel.
@@ -180,4 +182,80 @@ func problemFields(p *operation.Problem) []problem.FieldError {
 		fields = append(fields, problem.FieldError{Pointer: "/problem/detail", Detail: fmt.Sprintf("detail must be at most %d characters.", maxProblemDetail)})
 	}
 	return fields
+}
+
+// signal serves POST /v1/operations/{id}/signals/{name}: a signal delivered to a running
+// operation, idempotent by its key (docs/idempotency.md).
+func (h *Handler) signal(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope, id, name string) (response, error) {
+	if !ids.Valid("op_", id) {
+		return response{}, errNotFound()
+	}
+	if !optype.SignalNamePattern.MatchString(name) {
+		return response{}, problem.New(problem.UnknownSignal, "%q is not a signal's name: names match %s.", runes.Cut(name, 80), optype.SignalNamePattern)
+	}
+	keys := headerValues(ev, "Idempotency-Key")
+	if len(keys) != 1 {
+		return response{}, problem.New(problem.InvalidIdempotencyKey, "Send exactly one Idempotency-Key header: a signal is delivered once per key.")
+	}
+	if err := admission.ValidateKey(keys[0]); err != nil {
+		return response{}, err
+	}
+	var ifMatch []int
+	if values := headerValues(ev, "If-Match"); len(values) > 0 {
+		var ok bool
+		if ifMatch, ok = parseIfMatch(values); !ok {
+			return response{}, problem.New(problem.VersionMismatch, `If-Match must be the operation's ETag, e.g. "3".`)
+		}
+	}
+	data, decoded, err := signalData(ev)
+	if err != nil {
+		return response{}, err
+	}
+	sender := intent.Sender{Tenant: scope.Tenant, Principal: scope.Principal, Operator: h.Callers.IsOperator(ev.RequestContext)}
+	op, replayed, err := h.Intents.Signal(ctx, h.Types, intent.SignalRequest{ID: id, Name: name, Data: data, Decoded: decoded,
+		Key: keys[0], Sender: sender, IfMatch: ifMatch})
+	if problem.CodeOf(err) == problem.NotFound {
+		return response{}, errNotFound()
+	}
+	if err != nil {
+		return response{}, err
+	}
+	statusURL := admission.StatusPath(basePath(ev), op.ID)
+	resp, err := h.representation(ctx, op, statusURL)
+	resp.status = http.StatusAccepted
+	if resp.header != nil {
+		resp.header.Set("Location", statusURL) // Retry-After as a GET's: none once terminal
+		if replayed {
+			resp.header.Set("Idempotent-Replayed", "true")
+		}
+	}
+	return resp, err
+}
+
+// signalData reads a signal's body: a JSON object of at most the admission's size, as
+// compact canonical JSON and decoded for its schema.
+func signalData(ev events.APIGatewayProxyRequest) (json.RawMessage, any, error) {
+	payload, err := requestBody(ev)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(payload) > admission.MaxBodyBytes {
+		return nil, nil, problem.New(problem.PayloadTooLarge, "The body must be at most %d bytes.", admission.MaxBodyBytes)
+	}
+	mt, params := mediaType(ev)
+	if err := admission.CheckMediaType(mt, params); err != nil {
+		return nil, nil, err
+	}
+	decoded, err := jcs.Parse(payload)
+	if err != nil {
+		return nil, nil, problem.Wrap(problem.InvalidInput, err, "The body is not acceptable JSON: %s.", err.Error())
+	}
+	if _, ok := decoded.(map[string]any); !ok {
+		return nil, nil, problem.Invalid(problem.FieldError{Pointer: "", Detail: "The body must be a JSON object: the signal's data."})
+	}
+	data, err := jcs.Marshal(decoded)
+	if err != nil {
+		return nil, nil, problem.Wrap(problem.InvalidInput, err, "The body is not acceptable JSON: %s.", err.Error())
+	}
+	return data, decoded, nil
 }

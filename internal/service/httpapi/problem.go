@@ -23,6 +23,8 @@ func describe(code problem.Code) (status int, title string) {
 		return http.StatusBadRequest, "Invalid Idempotency-Key"
 	case problem.UnsupportedOperationType:
 		return http.StatusBadRequest, "Unsupported operation type"
+	case problem.UnknownSignal:
+		return http.StatusBadRequest, "Unknown signal"
 	case problem.Unauthenticated:
 		return http.StatusUnauthorized, "Unauthenticated"
 	case problem.Forbidden:

@@ -27,12 +27,39 @@ type operationType struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// DeadlineSeconds is the type's deadline in whole seconds, rounded up.
 	DeadlineSeconds int64 `json:"deadlineSeconds"`
+	// Signals are the type's signals in the definitions file's order; absent when it
+	// declares none.
+	Signals []signalDeclaration `json:"signals,omitempty"`
 }
+
+// signalDeclaration is a type's signal as discovery serves it: the contract's schema
+// SignalDeclaration, exactly its members.
+type signalDeclaration struct {
+	Name string `json:"name"`
+	// Schema is the signal's JSON Schema (2020-12) for its data, a JSON object.
+	Schema     json.RawMessage `json:"schema"`
+	Senders    []optype.Sender `json:"senders"`
+	NotCreator bool            `json:"notCreator"`
+	Callback   bool            `json:"callback"`
+}
+
+// anyObject is the schema of a signal whose declaration has none: its data is any JSON
+// object (optype.Signal.Schema).
+var anyObject = json.RawMessage(`{"type":"object"}`)
 
 // describeType is what discovery serves for t.
 func describeType(t optype.Type) operationType {
-	return operationType{Name: t.Name, Version: t.Version, Description: t.Description, InputSchema: t.InputSchema(),
+	d := operationType{Name: t.Name, Version: t.Version, Description: t.Description, InputSchema: t.InputSchema(),
 		DeadlineSeconds: int64((t.Deadline + time.Second - 1) / time.Second)}
+	for _, s := range t.Signals {
+		schema := s.Schema()
+		if len(schema) == 0 {
+			schema = anyObject
+		}
+		d.Signals = append(d.Signals, signalDeclaration{Name: s.Name, Schema: schema, Senders: s.Senders,
+			NotCreator: s.NotCreator, Callback: s.Callback})
+	}
+	return d
 }
 
 // errNoTypes is why discovery refuses to serve without a registry: a handler built without
@@ -86,15 +113,27 @@ func (h *Handler) getType(name string) (response, error) {
 	return typeResponse(d)
 }
 
-// describedType is describeType, refusing a type whose input schema is not a JSON object
-// (the contract promises one).
+// describedType is describeType, refusing a type whose input schema, or a signal's schema,
+// is not a JSON object (the contract promises one).
 func describedType(t optype.Type) (operationType, error) {
 	d := describeType(t)
-	if s := bytes.TrimSpace(d.InputSchema); len(s) == 0 || s[0] != '{' || !json.Valid(s) {
+	if !jsonObject(d.InputSchema) {
 		return operationType{}, problem.Wrap(problem.Internal, errors.New("httpapi: operation type "+t.Name+": its input schema is not a JSON object"),
 			"An internal error occurred.")
 	}
+	for _, s := range d.Signals {
+		if !jsonObject(s.Schema) {
+			return operationType{}, problem.Wrap(problem.Internal, errors.New("httpapi: operation type "+t.Name+": the schema of its signal "+s.Name+" is not a JSON object"),
+				"An internal error occurred.")
+		}
+	}
 	return d, nil
+}
+
+// jsonObject says whether b is a JSON object.
+func jsonObject(b json.RawMessage) bool {
+	s := bytes.TrimSpace(b)
+	return len(s) > 0 && s[0] == '{' && json.Valid(s)
 }
 
 func typeResponse(v any) (response, error) {

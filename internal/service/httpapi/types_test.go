@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -39,7 +40,7 @@ func decode(t *testing.T, what string, b []byte) any {
 func deadlineSeconds(t optype.Type) float64 { return math.Ceil(t.Deadline.Seconds()) }
 
 // Discovery serves exactly the registry admission validates against: every type, sorted by
-// name, each with the name, version, description, deadline and input schema of its
+// name, each with the name, version, description, deadline, input schema and signals of its
 // definition; GET of one name serves the same as the list's item. The harness checks every
 // response against the contract (OperationTypeList, OperationType, their headers).
 func TestOperationTypesAreTheRegistrysDefinitions(t *testing.T) {
@@ -72,6 +73,9 @@ func TestOperationTypesAreTheRegistrysDefinitions(t *testing.T) {
 			item := list.Items[i]
 			want := map[string]any{"name": def.Name, "version": float64(def.Version), "description": def.Description,
 				"deadlineSeconds": deadlineSeconds(def), "inputSchema": decode(t, def.Name+"'s InputSchema", def.InputSchema())}
+			if signals := servedSignals(t, def); signals != nil {
+				want["signals"] = signals
+			}
 			if !reflect.DeepEqual(item, want) {
 				t.Errorf("GET %s serves %s as\n%v\nits definition is\n%v", path, def.Name, item, want)
 			}
@@ -293,7 +297,7 @@ func TestAdmissionExamplesSatisfyTheServedInputSchemas(t *testing.T) {
 }
 
 // The contract's examples of an OperationType are the built-in types as served, in every
-// member a client acts on (name, version, deadlineSeconds, inputSchema).
+// member a client acts on (name, version, deadlineSeconds, inputSchema, signals).
 func TestOperationTypeExamplesAreTheServedTypes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -321,7 +325,7 @@ func TestOperationTypeExamplesAreTheServedTypes(t *testing.T) {
 			t.Errorf("the contract's example type %q is not served: %d", name, r.status)
 			continue
 		}
-		for _, member := range []string{"name", "version", "deadlineSeconds", "inputSchema"} {
+		for _, member := range []string{"name", "version", "deadlineSeconds", "inputSchema", "signals"} {
 			if !reflect.DeepEqual(ex[member], r.json[member]) {
 				t.Errorf("%s: the contract's example has %s %v, the API serves %v", name, member, ex[member], r.json[member])
 			}
@@ -350,7 +354,7 @@ func withoutProse(v any) any {
 	case map[string]any:
 		out := map[string]any{}
 		for k, x := range v {
-			if k != "description" && k != "format" {
+			if k != "description" && k != "format" && k != "examples" {
 				out[k] = withoutProse(x)
 			}
 		}
@@ -441,5 +445,226 @@ func TestProgressIsTheContractsAndTheEventsProgress(t *testing.T) {
 	fresh := e.admit("k-no-progress", demo("no-progress"))
 	if r := e.get(fresh.json["operationId"].(string), "alice"); r.json["progress"] != nil || r.status != http.StatusOK {
 		t.Errorf("a fresh operation: %d %s", r.status, r.body)
+	}
+}
+
+// signalTypes defines a type with two signals (the first declared exactly as the contract's
+// example of a SignalDeclaration) beside a type with none.
+const signalTypes = `
+types:
+  - name: provision.environment
+    version: 1
+    description: Provision an environment, once approved.
+    worker: provisioner
+    deadline: 48h
+    stepTimeout: 5m
+    maxSteps: 10
+    target: "env:{/project}/{/environment}"
+    input:
+      type: object
+      additionalProperties: false
+      required: [project, environment]
+      properties:
+        project: {type: string, pattern: "^[a-z0-9-]{1,40}$"}
+        environment: {type: string, pattern: "^[a-z0-9-]{1,40}$"}
+    signals:
+      approval:
+        schema:
+          type: object
+          additionalProperties: false
+          required: [approved]
+          properties:
+            approved: {type: boolean, description: Whether the work may go on.}
+            by: {type: string, maxLength: 200, description: Who approved or rejected it.}
+        senders: [tenant]
+        notCreator: true
+      provisioned:
+        schema: {type: object}
+        senders: [operator, caller]
+        callback: true
+  - name: plain.task
+    version: 2
+    description: A task that hears no signal.
+    worker: plain
+    deadline: 1h
+    stepTimeout: 1m
+    maxSteps: 3
+    target: "plain:{/name}"
+    input:
+      type: object
+      required: [name]
+      properties:
+        name: {type: string}
+`
+
+// Discovery lists a type's signals as its definition declares them, in the file's order:
+// name, schema, senders, notCreator and callback, exactly the contract's SignalDeclaration
+// (the harness holds every response to it); a type without signals has no member for them.
+// The contract's example of a declaration is what discovery serves for that declaration.
+func TestSignalsAreServedAsDeclared(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withTypes(t, signalTypes))
+	def, ok := e.service.Registry.Lookup("provision.environment")
+	if !ok || len(def.Signals) != 2 {
+		t.Fatalf("the definition: %+v", def.Signals)
+	}
+	want := servedSignals(t, def)
+	one := e.do(req{method: http.MethodGet, path: typesPath + "/provision.environment", caller: "alice"})
+	if one.status != http.StatusOK || !reflect.DeepEqual(one.json["signals"], any(want)) {
+		t.Fatalf("GET provision.environment: %d, signals %v, want %v", one.status, one.json["signals"], want)
+	}
+	if got := one.json["signals"].([]any)[1].(map[string]any)["senders"]; !reflect.DeepEqual(got, []any{"operator", "caller"}) {
+		t.Errorf("senders %v, want the declaration's order", got)
+	}
+	plain := e.do(req{method: http.MethodGet, path: typesPath + "/plain.task", caller: "alice"})
+	if _, has := plain.json["signals"]; plain.status != http.StatusOK || has {
+		t.Errorf("GET plain.task: %d %s", plain.status, plain.body)
+	}
+	list := e.do(req{method: http.MethodGet, path: typesPath, caller: "bob"})
+	var items struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal(list.body, &items); err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range items.Items {
+		if item["name"] == "provision.environment" && !reflect.DeepEqual(item, one.json) {
+			t.Errorf("the list serves %v, GET of the type %v", item, one.json)
+		}
+	}
+
+	var doc map[string]any
+	if err := yaml.Unmarshal(api.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	examples, _ := doc["components"].(map[string]any)["schemas"].(map[string]any)["SignalDeclaration"].(map[string]any)["examples"].([]any)
+	if len(examples) == 0 {
+		t.Fatal("the contract has no example of a SignalDeclaration")
+	}
+	if ex := jsonObject(t, "SignalDeclaration example", examples[0]); !reflect.DeepEqual(ex, want[0]) {
+		t.Errorf("the contract's example\n%v\nis not what discovery serves for that declaration\n%v", ex, want[0])
+	}
+}
+
+// servedSignals is what discovery serves as a type's signals, from its definition: nil when
+// it declares none.
+func servedSignals(t *testing.T, def optype.Type) []any {
+	t.Helper()
+	var out []any
+	for _, s := range def.Signals {
+		senders := []any{}
+		for _, r := range s.Senders {
+			senders = append(senders, string(r))
+		}
+		out = append(out, map[string]any{"name": s.Name, "schema": decode(t, def.Name+" "+s.Name+"'s schema", s.Schema()), "senders": senders,
+			"notCreator": s.NotCreator, "callback": s.Callback})
+	}
+	return out
+}
+
+// resolved is a schema of the contract (YAML-decoded) with its $refs to component schemas
+// replaced by the schemas.
+func resolved(schemas map[string]any, v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if ref, ok := v["$ref"].(string); ok {
+			return resolved(schemas, schemas[strings.TrimPrefix(ref, "#/components/schemas/")])
+		}
+		out := map[string]any{}
+		for k, x := range v {
+			out[k] = resolved(schemas, x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = resolved(schemas, x)
+		}
+		return out
+	}
+	return v
+}
+
+// The representation's awaiting (operation.AwaitingView) is the contract's Awaiting: the
+// same members, all required; the event's detail has the same shape; and a wait for a
+// signal an executor's fact records is served while the work waits, and not once it goes on
+// or a cancel is asked for, each answer held to the contract by the harness.
+func TestAwaitingIsTheContractsAndTheEvents(t *testing.T) {
+	t.Parallel()
+	var doc map[string]any
+	if err := yaml.Unmarshal(api.OpenAPI(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	contract := jsonObject(t, "Awaiting", resolved(schemas, schemas["Awaiting"]))
+	var ev map[string]any
+	if err := json.Unmarshal(events.Schema(events.StateChangedSchema), &ev); err != nil {
+		t.Fatal(err)
+	}
+	event := ev["$defs"].(map[string]any)["awaiting"].(map[string]any)
+	if !reflect.DeepEqual(withoutProse(contract), withoutProse(event)) {
+		t.Errorf("the contract's Awaiting\n%v\nis not the event's awaiting\n%v", withoutProse(contract), withoutProse(event))
+	}
+	rep, ok := reflect.TypeFor[operation.Representation]().FieldByName("Awaiting")
+	if !ok || rep.Tag.Get("json") != "awaiting,omitempty" || rep.Type != reflect.TypeFor[*operation.AwaitingView]() {
+		t.Fatalf("operation.Representation's awaiting: %+v", rep)
+	}
+	var fields, required []string
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[operation.AwaitingView]()) {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if opts != "" || f.Type.Kind() != reflect.String {
+			t.Errorf("operation.AwaitingView.%s: json %q, type %s: every member is a required string", f.Name, f.Tag.Get("json"), f.Type)
+		}
+		fields = append(fields, name)
+	}
+	for _, r := range contract["required"].([]any) {
+		required = append(required, r.(string))
+	}
+	slices.Sort(fields)
+	slices.Sort(required)
+	if props := slices.Sorted(maps.Keys(contract["properties"].(map[string]any))); !slices.Equal(fields, props) || !slices.Equal(props, required) {
+		t.Errorf("operation.AwaitingView has %v; the contract's Awaiting %v, required %v", fields, props, required)
+	}
+
+	// Served while the work waits.
+	e := newEnv(t)
+	id := e.admit("k-awaiting", demo("awaiting")).json["operationId"].(string)
+	e.append(id, operation.KindDispatched, operation.KindStarted)
+	executor := func(awaiting *operation.Awaiting) {
+		t.Helper()
+		op, err := e.store.Load(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := 1
+		if op.Progress != nil {
+			done += op.Progress.CompletedSteps
+		}
+		f := operation.Fact{Kind: operation.KindProgress, At: e.clock.Now(), Source: operation.SourceExecutor,
+			Progress: &operation.Progress{CompletedSteps: done}, Awaiting: awaiting}
+		if _, err := e.store.Append(context.Background(), op, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := e.clock.Now()
+	executor(&operation.Awaiting{Signal: "approval", Since: since, Until: since.Add(90 * time.Minute), Step: 1})
+	r := e.get(id, "alice")
+	got, _ := json.Marshal(r.json["awaiting"])
+	if r.status != http.StatusOK || string(got) != `{"signal":"approval","since":"2026-11-30T10:00:00.000Z","until":"2026-11-30T11:30:00.000Z"}` {
+		t.Errorf("GET while the work waits: %d %s", r.status, r.body)
+	}
+	// The next step ends the wait.
+	executor(nil)
+	if r := e.get(id, "alice"); r.status != http.StatusOK || r.json["awaiting"] != nil || r.json["state"] != "running" {
+		t.Errorf("GET after the next step: %d %s", r.status, r.body)
+	}
+	// A cancel ends what the representation says of a wait (and, with nothing in flight,
+	// the work).
+	executor(&operation.Awaiting{Signal: "approval", Since: since, Until: since.Add(time.Hour), Step: 2})
+	if r := e.get(id, "alice"); r.json["awaiting"] == nil {
+		t.Fatalf("GET while the work waits again: %d %s", r.status, r.body)
+	}
+	if r := e.cancel(id, "alice"); r.status != http.StatusAccepted || (r.json["state"] != "cancelling" && r.json["state"] != "canceled") || r.json["awaiting"] != nil {
+		t.Errorf("cancel while the work waits: %d %s", r.status, r.body)
 	}
 }

@@ -53,6 +53,9 @@ type Detail struct {
 	Problem       *operation.Problem `json:"problem,omitempty"`
 	// Progress is the operation's progress when the state changed (operation.Progress).
 	Progress *operation.Progress `json:"progress,omitempty"`
+	// Awaiting is the signal the operation's work waited for after the change, as its
+	// representation has it (present only while the work waits).
+	Awaiting *operation.AwaitingView `json:"awaiting,omitempty"`
 	// ResultOmitted and ProblemOmitted say that the detail would have exceeded
 	// MaxDetailBytes with them: the operation has one, and a GET of it returns it.
 	ResultOmitted  bool `json:"resultOmitted,omitempty"`
@@ -119,7 +122,8 @@ func (n *Notifier) metric(name, unit string, value float64, dims ...string) {
 // DetailOf builds the detail of a state change.
 func DetailOf(c StateChange) Detail {
 	d := Detail{OperationID: c.OperationID, Type: c.Rep.Type, Target: c.Rep.Target, Tenant: c.Tenant, State: c.State,
-		Version: c.Version, OccurredAt: c.Rep.UpdatedAt, CorrelationID: c.CorrelationID, Result: c.Rep.Result, Problem: c.Rep.Problem, Progress: c.Rep.Progress}
+		Version: c.Version, OccurredAt: c.Rep.UpdatedAt, CorrelationID: c.CorrelationID, Result: c.Rep.Result, Problem: c.Rep.Problem, Progress: c.Rep.Progress,
+		Awaiting: c.Rep.Awaiting}
 	if c.PreviousState != "" {
 		prev := c.PreviousState
 		d.PreviousState = &prev

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	eventschemas "github.com/longrun-dev/longrun/events"
 	"github.com/longrun-dev/longrun/internal/aws/dynamo"
 	"github.com/longrun-dev/longrun/internal/aws/eventsource"
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -198,6 +199,17 @@ func writes(id string) [][]operation.Fact {
 			{{Kind: operation.KindDispatched, At: at(1), Source: operation.SourceDispatcher, Execution: "arn:x"}},
 			{{Kind: operation.KindStarted, At: at(2), Source: operation.SourceExecutor}},
 			{{Kind: operation.KindSucceeded, At: at(3), Source: operation.SourceExecutor, Result: json.RawMessage(`{"rows": 3, "note": "<ok>"}`)}}}
+	case "op_awaiting", awaitingOp:
+		// A step waits for an approval; the approval comes; the next step ends the wait.
+		return [][]operation.Fact{{accepted},
+			{{Kind: operation.KindDispatched, At: at(1), Source: operation.SourceDispatcher, Execution: "arn:x"}},
+			{{Kind: operation.KindStarted, At: at(2), Source: operation.SourceExecutor}},
+			{{Kind: operation.KindProgress, At: at(3), Source: operation.SourceExecutor, Progress: &operation.Progress{CompletedSteps: 1, Message: "Waiting for an approval."},
+				Awaiting: &operation.Awaiting{Signal: "approval", Since: at(3), Until: at(3).Add(24 * time.Hour), Step: 1}}},
+			{{Kind: operation.KindSignaled, At: at(4), Source: operation.SourceClient, Actor: "bob",
+				Signal: &operation.Signal{Name: "approval", Data: json.RawMessage(`{"approved":true}`), Key: "k-approval", Fingerprint: "f"}}},
+			{{Kind: operation.KindProgress, At: at(5), Source: operation.SourceExecutor, Progress: &operation.Progress{CompletedSteps: 2}}},
+			{{Kind: operation.KindSucceeded, At: at(6), Source: operation.SourceExecutor, Result: json.RawMessage(`{"approved":true}`)}}}
 	case "op_canceled":
 		// Cancel before dispatch: the intent and its result are one append.
 		return [][]operation.Fact{{accepted}, {
@@ -260,7 +272,7 @@ func (b *rawBus) Publish(_ context.Context, evs []notify.Event) ([]bool, error) 
 // facts remember: Republish brings every version of every operation to the bus, in version
 // order, byte for byte what the stream path publishes, so subscribers dedupe it.
 func TestOutageOutlastingTheRetriesLosesNothing(t *testing.T) {
-	ids := []string{"op_ok", "op_canceled", "op_failed"}
+	ids := []string{"op_ok", "op_canceled", "op_failed", "op_awaiting"}
 	facts := map[string][]operation.Fact{}
 	ops := map[string]operation.Operation{}
 	var batch events.DynamoDBEvent
@@ -369,5 +381,76 @@ func TestRepublishReportsWhatItPublished(t *testing.T) {
 	}
 	if _, err := notify.History("op_x", facts[1:]); !errors.Is(err, operation.ErrMalformedHistory) {
 		t.Fatalf("a history without its accepted fact: %v", err)
+	}
+}
+
+// awaitingOp is the id of the operation whose work waits for a signal (writes), in the
+// contract's form, so its events can be held to the published schema.
+const awaitingOp = "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3"
+
+// A step that waits for a signal is a committed change like any other: its event carries
+// the representation's awaiting (the signal, since and until), and so does every event until
+// the next step ends the wait, the signal's own included; the events conform to the
+// published schema, and Republish rebuilds them byte for byte.
+func TestEventsCarryTheWaitForASignal(t *testing.T) {
+	var facts []operation.Fact
+	var batch events.DynamoDBEvent
+	var op operation.Operation
+	op.ID = awaitingOp
+	for _, w := range writes(awaitingOp) {
+		before := op
+		for _, f := range w {
+			f.Version = op.Version + 1
+			var err error
+			if op, err = op.Apply(f); err != nil {
+				t.Fatal(err)
+			}
+			facts = append(facts, f)
+		}
+		batch.Records = append(batch.Records, record(t, len(batch.Records)+1, before, op))
+	}
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	up := &rawBus{}
+	n := &notify.Notifier{Bus: up, Changes: dynamo.ProjectionChange, Log: log,
+		Facts: func(context.Context, string) ([]operation.Fact, error) { return facts, nil }}
+	if resp, err := n.HandleStream(context.Background(), batch); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatal(resp, err)
+	}
+	v, err := eventschemas.NewValidator(eventschemas.StateChangedSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{ // version → the detail's awaiting
+		4: `{"signal":"approval","since":"2026-11-30T10:00:03.123Z","until":"2026-12-01T10:00:03.123Z"}`,
+		5: `{"signal":"approval","since":"2026-11-30T10:00:03.123Z","until":"2026-12-01T10:00:03.123Z"}`,
+	}
+	if len(up.got) != 7 {
+		t.Fatalf("%d events, want 7", len(up.got))
+	}
+	for _, d := range up.got {
+		var got struct {
+			Version  int
+			State    string
+			Awaiting json.RawMessage
+		}
+		if err := json.Unmarshal(d, &got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Awaiting) != want[got.Version] {
+			t.Errorf("version %d (%s): awaiting %s, want %q", got.Version, got.State, got.Awaiting, want[got.Version])
+		}
+		event := []byte(`{"source":"longrun","detail-type":"Operation State Changed","detail":` + string(d) + `}`)
+		if err := v.Validate(event); err != nil {
+			t.Errorf("version %d: %v\n%s", got.Version, err, d)
+		}
+	}
+
+	down := &rawBus{}
+	n.Bus = down
+	if _, err := n.Republish(context.Background(), awaitingOp); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%s", down.got) != fmt.Sprintf("%s", up.got) {
+		t.Errorf("republished:\n%s\nthe stream path published:\n%s", down.got, up.got)
 	}
 }

@@ -360,7 +360,7 @@ func TestAStreamRecordThrottledUntilTheMappingGivesUpIsDispatchedByTheReconciler
 	f := newFixture(t)
 	letters := &recordedLetters{}
 	d, err := dispatch.New(dispatch.Dispatcher{Store: f.store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: letters,
-		Now: f.clock.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.AcceptedOperation})
+		Now: f.clock.Now, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Accepted: dynamo.OutboxOperation})
 	if err != nil {
 		t.Fatal(err)
 	}

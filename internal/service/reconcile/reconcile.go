@@ -482,6 +482,9 @@ func (r *run) reconcile(ctx context.Context, item DueItem) (result, error) {
 		}
 		return result{action: "dispatched"}, nil
 	}
+	if op.Awaits() {
+		return r.wake(ctx, op, typ.Worker)
+	}
 	// The operation's latest execution: the dispatcher's, or the one a Run continued it in.
 	var ex Execution
 	looked, err := r.call(ctx, callDescribe, r.Looks, func() (err error) {
@@ -598,6 +601,32 @@ func (r *run) carryOn(ctx context.Context, op operation.Operation, workflow stri
 		}
 		return r.record(ctx, op, r.ended(op, ex.Status))
 	}
+}
+
+// wake ends op's wait for a signal when the signal came (and the dispatcher did not start
+// the execution that goes on, or has not yet) or the wait timed out: no execution runs
+// while it waits, so there is nothing to look at, only one to start (recorder.Wake). Before
+// then it looks again when the wait times out.
+func (r *run) wake(ctx context.Context, op operation.Operation, workflow string) (result, error) {
+	if !op.AwaitAnswered() && r.Now().Before(op.Awaiting.Until) {
+		return result{action: "rescheduled"}, r.Store.Reschedule(ctx, op.ID, op.Version, op.Awaiting.Until, 0)
+	}
+	next, input, err := recorder.Wake(r.Seals, op, workflow)
+	if err != nil {
+		return result{}, err
+	}
+	ok, err := r.call(ctx, callStart, r.Starts, func() error {
+		_, _, err := r.Executions.Continue(ctx, next, input)
+		return err
+	})
+	if err != nil || !ok {
+		return result{action: actionDeferred}, err
+	}
+	r.Log.InfoContext(ctx, "woken", "operation_id", op.ID, "execution", next.Name, "timed_out", !op.AwaitAnswered())
+	if err := r.Store.Reschedule(ctx, op.ID, op.Version, r.Now().Add(r.Leases.Check), 0); err != nil {
+		return result{}, err
+	}
+	return result{action: "continued"}, nil
 }
 
 // maxHops bounds how far one look follows a chain of executions that ended unnamed.

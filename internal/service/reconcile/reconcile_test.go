@@ -70,7 +70,7 @@ func newFixtureOn(t *testing.T, client *dynamodb.Client) *fixture {
 	f := &fixture{t: t, store: store, exec: &fakeexecutor.Executor{}, clock: c, admit: dynamotest.NewAdmitter(store, c.Now)}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	d, err := dispatch.New(dispatch.Dispatcher{Store: store, Executor: f.exec, Registry: optype.Builtin(), DeadLetters: noLetters{},
-		Now: c.Now, Log: log, Accepted: dynamo.AcceptedOperation})
+		Now: c.Now, Log: log, Accepted: dynamo.OutboxOperation})
 	if err != nil {
 		t.Fatal(err)
 	}

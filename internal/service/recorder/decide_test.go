@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -48,7 +49,7 @@ func TestDecidesTheGate(t *testing.T) {
 		{"a cancel stops before the next step", running(cancel), 2, nil, t0, operation.KindCanceled, "", NextDone, 0, 0},
 		{"a cancel comes before a passed deadline", running(cancel), 2, nil, t0.Add(2 * time.Hour), operation.KindCanceled, "", NextDone, 0, 0},
 		{"the deadline passed", running(nil), 2, nil, t0.Add(time.Hour), operation.KindFailed, "deadline_exceeded", NextDone, 0, 0},
-		{"maxSteps done and the worker asks for more", running(nil), 20, &step.Report{Status: step.Continue}, t0, operation.KindFailed, "max_steps_exceeded", NextDone, 0, 0},
+		{"maxSteps done and the worker asks for more", running(nil), 21, &step.Report{Status: step.Continue}, t0, operation.KindFailed, "max_steps_exceeded", NextDone, 0, 0},
 		{"a wait asked for", running(nil), 1, delay(30), t0, "", "", NextWait, 30, 2},
 		{"a long wait is taken in pauses", running(nil), 1, delay(1800), t0, "", "", NextWait, int(step.MaxPause / time.Second), 2},
 		{"a wait past the deadline fails now", running(nil), 1, delay(7200), t0, operation.KindFailed, "deadline_exceeded", NextDone, 0, 0},
@@ -65,8 +66,92 @@ func TestDecidesTheGate(t *testing.T) {
 			case d.Next != c.next || d.WaitSeconds != c.waitS:
 				t.Fatalf("decision %s wait %ds; want %s wait %ds", d.Next, d.WaitSeconds, c.next, c.waitS)
 			}
-			if c.stepNo > 0 && (d.Request == nil || d.Request.Step != c.stepNo || d.Request.MaxSteps != 20 || d.StepTimeoutSeconds != 60) {
-				t.Fatalf("request %+v; want step %d of at most 20, 60 s each", d.Request, c.stepNo)
+			if c.stepNo > 0 && (d.Request == nil || d.Request.Step != c.stepNo || d.Request.MaxSteps != 21 || d.StepTimeoutSeconds != 60) {
+				t.Fatalf("request %+v; want step %d of at most 21, 60 s each", d.Request, c.stepNo)
+			}
+		})
+	}
+}
+
+// A wait for a signal, decided without a store: the work waits until the timeout, cut to the
+// deadline, unless the signal already came and was given to no step; the step after the
+// wait is given the signals since the step before, and hears whether the wait timed out; a
+// step run again is given the same signals.
+func TestDecidesAWaitForASignal(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	r := &Recorder{Registry: optype.Builtin(), Leases: operation.DefaultLeases()}
+	approval := func(v int, by string) operation.Received {
+		return operation.Received{Signal: operation.Signal{Name: "approval", Data: json.RawMessage(`{"approved":true,"by":"` + by + `"}`)},
+			Version: v, At: t0, Source: operation.SourceClient, Actor: by}
+	}
+	op := func(change func(*operation.Operation)) operation.Operation {
+		o := operation.Operation{ID: "op_1", State: operation.Running, CreatedAt: t0, Version: 5, Started: true}
+		o.Type, o.Deadline, o.Input = "demo.task", t0.Add(time.Hour), json.RawMessage(`{"target":"a"}`)
+		if change != nil {
+			change(&o)
+		}
+		return o
+	}
+	await := func(secs int) *step.Report {
+		return &step.Report{Status: step.Continue, Await: &step.Await{Signal: "approval", TimeoutSeconds: secs}}
+	}
+	awaiting := func(o *operation.Operation) {
+		o.Awaiting = &operation.Awaiting{Signal: "approval", Since: t0, Until: t0.Add(time.Minute), Step: 1}
+	}
+	for _, c := range []struct {
+		name     string
+		op       operation.Operation
+		rep      *step.Report
+		next     string
+		resumeAt time.Time
+		signals  []string // the senders of the signals the request carries
+		awaited  *step.Awaited
+	}{
+		{"nothing came: wait until the timeout", op(nil), await(60), NextAwait, t0.Add(time.Minute), nil, nil},
+		{"a timeout past the deadline waits until the deadline", op(nil), await(7200), NextAwait, t0.Add(time.Hour), nil, nil},
+		{"it came before the wait: no wait", op(func(o *operation.Operation) { o.Signals = []operation.Received{approval(4, "alice")} }),
+			await(60), NextWork, time.Time{}, []string{"alice"}, nil},
+		{"one given to the step that asked does not end the wait", op(func(o *operation.Operation) {
+			o.Signals = []operation.Received{approval(4, "alice")}
+			o.Delivery = &operation.Delivery{Step: 1, From: 0, Through: 1}
+		}), await(60), NextAwait, t0.Add(time.Minute), nil, nil},
+		{"woken after the timeout", op(awaiting), nil, NextWork, time.Time{}, nil, &step.Awaited{Signal: "approval", TimedOut: true}},
+		{"woken by the signal", op(func(o *operation.Operation) {
+			awaiting(o)
+			o.Signals = []operation.Received{approval(6, "ops")}
+		}), nil, NextWork, time.Time{}, []string{"ops"}, &step.Awaited{Signal: "approval"}},
+		{"the step run again is given the same", op(func(o *operation.Operation) {
+			o.Signals = []operation.Received{approval(4, "a"), approval(6, "b"), approval(8, "c")}
+			o.Delivery = &operation.Delivery{Step: 2, From: 1, Through: 2, Awaited: "approval"}
+		}), nil, NextWork, time.Time{}, []string{"b", "c"}, &step.Awaited{Signal: "approval"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, d := r.gate(c.op, step.Request{OperationID: "op_1", Step: 1}, c.rep, time.Time{}, t0, false)
+			if f != nil {
+				t.Fatalf("stopped with %+v", f)
+			}
+			if d.Next != c.next {
+				t.Fatalf("decision %s; want %s", d.Next, c.next)
+			}
+			if c.next == NextAwait {
+				if d.ResumeAt != operation.FormatTime(c.resumeAt) {
+					t.Fatalf("waits until %s; want %s", d.ResumeAt, operation.FormatTime(c.resumeAt))
+				}
+				return
+			}
+			var senders []string
+			for _, s := range d.Request.Signals {
+				senders = append(senders, s.Sender)
+			}
+			if fmt.Sprint(senders) != fmt.Sprint(c.signals) {
+				t.Fatalf("signals from %v; want %v", senders, c.signals)
+			}
+			if (d.Request.Awaited == nil) != (c.awaited == nil) || c.awaited != nil && *d.Request.Awaited != *c.awaited {
+				t.Fatalf("awaited %+v; want %+v", d.Request.Awaited, c.awaited)
+			}
+			if slim := d.slim(); slim.Request.Signals != nil || slim.Request.Awaited != nil {
+				t.Fatalf("the decision handed to Step Functions keeps the signals: %+v", slim.Request)
 			}
 		})
 	}

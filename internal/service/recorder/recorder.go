@@ -42,6 +42,10 @@ const (
 	// After NextWait, Run started that execution on the resume state machine, which waits
 	// first.
 	NextContinue = "continue"
+	// NextAwait: the work waits for a signal until ResumeAt, with nothing in flight and no
+	// execution running: this execution ends, and the dispatcher (the signal came) or the
+	// reconciler (the wait timed out) starts the next (Wake).
+	NextAwait = "await"
 	// NextUnrecorded: Run could not record how step Request.Step ended; Task or Error is its
 	// end, for the reconciler (the execution ends with it in its output).
 	NextUnrecorded = "unrecorded"
@@ -73,6 +77,10 @@ type Decision struct {
 	// Seal is the recorder's MAC over the rest of the decision (seals.go): the reconciler
 	// trusts an execution's output only with it.
 	Seal string `json:"seal,omitempty"`
+
+	// delivery is the signals Request carries, for the fact that leases the step (nil:
+	// none, or none new).
+	delivery *operation.Delivery
 }
 
 // Input is the workflow's state as the recorder receives it: the execution's input
@@ -187,6 +195,9 @@ type Recorder struct {
 	Workers map[string]string
 	// ParkBudget bounds how long a parked Run goes on starting steps (0: DefaultParkBudget).
 	ParkBudget time.Duration
+	// CallbackURLs are the callback URLs of op's type's callable signals, by name, for
+	// its step requests (nil: none).
+	CallbackURLs func(op operation.Operation) map[string]string
 	// MaxEventAge is how long Lambda may keep a sent step queued before it runs or gives up
 	// (the worker's event invoke config; 0: DefaultMaxEventAge): a parked step's lease
 	// lasts that long and its stepTimeout after it.
@@ -639,6 +650,9 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			return nil, g, fmt.Errorf("%w: operation %s of type %s", ErrTypeNotServed, op.ID, op.Type)
 		}
 		claim, superseded := r.claim(op, p.self)
+		if d := in.last(); claim != nil && d != nil && d.Next == NextAwait && in.ran() == nil && !op.Awaits() {
+			superseded = true // woken to end a wait that another execution ended
+		}
 		if superseded {
 			r.Log.WarnContext(ctx, "superseded", "operation_id", op.ID, "latest", op.Execution)
 			return nil, g, nil // another execution carries the work on: do nothing here
@@ -686,6 +700,18 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			f.Progress = progress
 			add(*f)
 			g.recorded = f
+		case d.Next == NextAwait:
+			// The wait for a signal, recorded once: the fact releases the Run's lease, and
+			// keeps the state for the step after it, since no execution holds it meanwhile.
+			until, _ := time.Parse(operation.TimeFormat, d.ResumeAt)
+			if op.Awaiting == nil || op.Awaiting.Step != next.Step {
+				if progress == nil {
+					progress = op.Progress
+				}
+				add(operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, Progress: progress,
+					Awaiting: &operation.Awaiting{Signal: e.cont.Await.Signal, Since: now, Until: until, Step: next.Step, State: e.cont.State}})
+				g.progressed = true
+			}
 		// A parked Run's steps come back in invocations of their own: one that completes
 		// within ProgressEvery of the operation's last fact leaves its progress to a later
 		// one, as a waiting Run's quiet steps do.
@@ -698,6 +724,15 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		g.Decision = d
 		if p.run != "" {
 			out = r.leased(ctx, op, out, p, d, now)
+		}
+		if d.delivery != nil && d.Next == NextWork {
+			// The step is given new signals: a fact says which, so that a step run again is
+			// given the same, and the next one those after them.
+			if len(out) == 0 {
+				out = append(out, operation.Fact{Kind: operation.KindProgress, Source: operation.SourceExecutor, At: now,
+					Progress: op.Progress, Lease: op.InFlight(now)})
+			}
+			out[len(out)-1].Delivery = d.delivery
 		}
 		return out, g, nil
 	})
@@ -713,6 +748,38 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		r.settled(op, g.recorded.Kind, next.Step, g.at)
 	}
 	return handled{Decision: g.Decision, progressed: g.progressed, heldBack: g.heldBack, op: op}, nil
+}
+
+// deliver puts in req, the request of the step after step completed, the signals it is
+// given, what the wait it ends came to, and the type's callback URLs. It returns the
+// delivery to record when it differs from the one op holds (nil: nothing new to record).
+func (r *Recorder) deliver(op operation.Operation, req *step.Request, completed int) *operation.Delivery {
+	d := operation.Delivery{Step: req.Step, From: op.Undelivered(req.Step), Through: len(op.Signals)}
+	switch {
+	case op.Awaits() && op.Awaiting.Step == completed:
+		d.Awaited, d.TimedOut = op.Awaiting.Signal, !op.Arrived(op.Awaiting.Signal, req.Step)
+	case op.Delivery != nil && op.Delivery.Step == req.Step:
+		d.Awaited, d.TimedOut = op.Delivery.Awaited, op.Delivery.TimedOut // the same step, run again
+	}
+	for _, s := range op.Signals[d.From:d.Through] {
+		sig := step.Signal{Name: s.Name, Data: s.Data, ReceivedAt: operation.FormatTime(s.At), Via: "api"}
+		if s.Source == operation.SourceCallback {
+			sig.Via = "callback"
+		} else {
+			sig.Sender = s.Actor
+		}
+		req.Signals = append(req.Signals, sig)
+	}
+	if d.Awaited != "" {
+		req.Awaited = &step.Awaited{Signal: d.Awaited, TimedOut: d.TimedOut}
+	}
+	if r.CallbackURLs != nil {
+		req.Callbacks = r.CallbackURLs(op)
+	}
+	if d.From == d.Through && d.Awaited == "" || op.Delivery != nil && *op.Delivery == d {
+		return nil
+	}
+	return &d
 }
 
 // gated is what one attempt of handle decided besides its facts: the decision for the
@@ -778,6 +845,22 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 		Deadline: operation.FormatTime(deadline), StepTimeoutSeconds: int(typ.StepTimeout / time.Second),
 		CorrelationID: op.CorrelationID}
 	d := Decision{Next: NextWork, StepTimeoutSeconds: req.StepTimeoutSeconds, Request: req}
+	if rep != nil && rep.Await != nil && op.Awaits() && op.Awaiting.Step == completed {
+		// Decided and recorded by an earlier attempt: the wait is the waker's now.
+		d.Next, d.ResumeAt = NextAwait, operation.FormatTime(op.Awaiting.Until)
+		return nil, d
+	}
+	if rep != nil && rep.Await != nil && !op.Arrived(rep.Await.Signal, req.Step) {
+		// Wait for the signal with nothing running: at most until the deadline, which then
+		// ends the work as it ends any.
+		until := now.Add(time.Duration(rep.Await.TimeoutSeconds) * time.Second)
+		if until.After(deadline) {
+			until = deadline
+		}
+		d.Next, d.ResumeAt = NextAwait, operation.FormatTime(until)
+		return nil, d
+	}
+	d.delivery = r.deliver(op, req, completed)
 	if rep != nil {
 		switch {
 		case rep.DelaySeconds != nil:

@@ -47,6 +47,10 @@ types:
       properties:
         name: {type: string}
         mode: {type: string, default: fast}
+    signals:
+      go:
+        senders: [caller, operator]
+        schema: {type: object, properties: {n: {type: integer}}}
   - name: test.long
     version: 1
     description: A type whose work may wait for hours.

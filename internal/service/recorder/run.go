@@ -273,13 +273,15 @@ func taskError(err error) *TaskError {
 }
 
 // slim is d as it is handed to Step Functions, whose execution input, task input and task
-// output are each limited to 256 KiB: without the operation's input, which the gate rebuilds
-// from the operation anyway. A handed-on decision then carries little more than the
+// output are each limited to 256 KiB: without the operation's input and signals, which the
+// gate rebuilds from the operation anyway. A handed-on decision then carries little more than the
 // worker's state (step.MaxStateBytes).
 func (d Decision) slim() Decision {
-	if d.Request != nil && d.Request.Input != nil {
+	if r := d.Request; r != nil && (r.Input != nil || r.Signals != nil || r.Callbacks != nil || r.Awaited != nil) {
+		// The signals and what a wait came to are rebuilt from the operation as well; the
+		// callback URLs hold tokens, which never reach an execution's history.
 		req := *d.Request
-		req.Input = nil
+		req.Input, req.Signals, req.Callbacks, req.Awaited = nil, nil, nil, nil
 		d.Request = &req
 	}
 	return d

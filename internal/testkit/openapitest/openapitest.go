@@ -103,7 +103,7 @@ func schemaErrorMessage(err *openapi3.SchemaError) string {
 // and requestId equal the HTTP status and X-Request-Id; a representation's
 // ETag is its quoted version, its operationId is the one in the path, and on
 // GET it carries Retry-After exactly while not terminal (never when terminal
-// elsewhere); an admission's Location equals its statusUrl.
+// elsewhere); an admission's or a signal's Location equals its statusUrl.
 //
 // A method the path does not declare (DELETE /v1/operations) must be answered
 // with the 405 its operations declare, with an Allow header naming exactly the
@@ -296,11 +296,13 @@ func checkContract(route *routers.Route, pathParams map[string]string, status in
 	if want, ok := pathParams["operationId"]; ok && opID != "" && opID != want {
 		fail("operationId %q differs from the one in the path %q", opID, want)
 	}
-	if route.Operation.OperationID == "admitOperation" {
+	if id := route.Operation.OperationID; id == "admitOperation" || id == "signalOperation" {
 		if loc := h.Get("Location"); loc != statusURL {
 			fail("Location %q differs from statusUrl %q", loc, statusURL)
 		}
-		return errors.Join(errs...)
+		if id == "admitOperation" {
+			return errors.Join(errs...)
+		}
 	}
 	// An operation's representation; an operation type has a version too, and no operationId.
 	version, isRepresentation := obj["version"].(json.Number)

@@ -196,6 +196,17 @@ var (
 	keyReused = conflict.with("type", "https://longrun.dev/problems/idempotency_key_reused",
 		"title", "Idempotency-Key reused", "code", "idempotency_key_reused",
 		"detail", "This Idempotency-Key was already used with a different request.")
+	awaiting = running.with("awaiting", map[string]any{"signal": "approval", "since": "2026-11-30T10:00:02Z", "until": "2026-11-30T10:10:02Z"})
+
+	unknownSignal = obj{
+		"type":        "https://longrun.dev/problems/unknown_signal",
+		"title":       "Unknown signal",
+		"status":      400,
+		"code":        "unknown_signal",
+		"detail":      `Operations of type demo.task take no signal "aproval".`,
+		"requestId":   requestID,
+		"operationId": opID,
+	}
 	invalidInput = obj{
 		"type":      "https://longrun.dev/problems/invalid_input",
 		"title":     "Invalid input",
@@ -240,11 +251,41 @@ const (
 	admit  = "/v1/operations"
 	getOne = "/v1/operations/" + opID
 	cancel = "/v1/operations/" + opID + "/cancel"
+	signal = "/v1/operations/" + opID + "/signals/approval"
 )
 
 func TestValidateResponse(t *testing.T) {
 	v := newValidator(t)
 	tests := []exchange{
+		// Signals.
+		{name: "202 signal", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 202, header: hdrWith(runningHeader, "Location", statusURL), body: awaiting},
+		{name: "202 signal replayed after the end", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 202, header: hdrWith(succeededHeader, "Location", statusURL, "Idempotent-Replayed", "true"), body: succeeded},
+		{name: "202 signal Location not statusUrl", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 202, header: hdrWith(runningHeader, "Location", "/v1/operations/op_01JDY3Q4W5E6R7T8Y9V0A1B2C4"), body: awaiting,
+			wantErr: "differs from statusUrl"},
+		{name: "202 signal without Location", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 202, header: runningHeader, body: awaiting,
+			wantErr: `response header "Location" missing`},
+		{name: "202 awaiting while cancelling", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 202, header: hdrWith(runningHeader, "Location", statusURL), body: awaiting.with("state", "cancelling", "cancelRequested", true),
+			wantErr: "doesn't match schema"},
+		{name: "202 awaiting without until", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 202, header: hdrWith(runningHeader, "Location", statusURL),
+			body:    awaiting.with("awaiting", map[string]any{"signal": "approval", "since": "2026-11-30T10:00:02Z"}),
+			wantErr: "doesn't match schema"},
+		{name: "400 unknown signal", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 400, header: problemHeader, body: unknownSignal},
+		{name: "400 unknown signal on admission", method: "POST", target: admit, reqBody: admissionBody,
+			status: 400, header: problemHeader, body: unknownSignal,
+			wantErr: "doesn't match schema"},
+		{name: "409 signal after the end", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 409, header: problemHeader, body: conflict.with("code", "already_terminal", "type", "https://longrun.dev/problems/already_terminal", "title", "Already terminal")},
+		{name: "409 target busy on a signal", method: "POST", target: signal, reqBody: `{"approved":true}`,
+			status: 409, header: problemHeader, body: conflict,
+			wantErr: "doesn't match schema"},
+
 		// Admission.
 		{name: "202 admission", method: "POST", target: admit, reqBody: admissionBody,
 			status: 202, header: acceptedHeader, body: accepted},

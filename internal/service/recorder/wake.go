@@ -1,0 +1,36 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/core/seal"
+	"github.com/longrun-dev/longrun/internal/core/step"
+)
+
+// ErrNotAwaiting is Wake's answer for an operation that waits for no signal.
+var ErrNotAwaiting = errors.New("recorder: the operation waits for no signal")
+
+// Wake is the execution that ends op's wait for a signal (the signal came, or the wait
+// timed out), for the dispatcher or the reconciler to start on the workflow's own state
+// machine: the operation's next execution after the one that asked to wait, named after
+// the operation and its count, so that both may start it and only one runs. Its input
+// names the step after the one that asked, with the state that step carried; its gate
+// gives that step the signals and says what the wait came to. workflow is the type's
+// worker.
+func Wake(s *seal.Sealer, op operation.Operation, workflow string) (NextExecution, []byte, error) {
+	if !op.Awaits() {
+		return NextExecution{}, nil, fmt.Errorf("%w: %s is %s", ErrNotAwaiting, op.ID, op.State)
+	}
+	k := max(continuationOf(op.ID, op.ExecutionName()), 0) + 1
+	next := NextExecution{Workflow: workflow, Name: fmt.Sprintf("%s-%d", op.ID, k)}
+	in, err := SealInput(s, Input{OperationID: op.ID, CorrelationID: op.CorrelationID, Continuation: k,
+		Gate: &Gate{Decision: &Decision{Next: NextAwait,
+			Request: &step.Request{OperationID: op.ID, Step: op.Awaiting.Step + 1, State: op.Awaiting.State}}}})
+	if err != nil {
+		return NextExecution{}, nil, err
+	}
+	payload, err := marshal(in)
+	return next, payload, err
+}
