@@ -28,5 +28,9 @@ func main() {
 		Tracer:       fn.Tracer(),
 		Now:          time.Now,
 	}
+	if fn.Config.SealSecret != "" {
+		// Callback URLs' tokens are MACs under the seal key (internal/core/callback).
+		handler.CallbackKey = fn.Sealer()
+	}
 	fn.Start(handler.Handle)
 }

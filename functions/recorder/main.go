@@ -32,6 +32,6 @@ func main() {
 		RunBudget: budget, Tracer: fn.Tracer(), RunIDs: ids.New().Request,
 		// It takes back only what it sealed, and sends steps only to the types' workers:
 		// invoking it is not enough to act for an operation (docs/security.md).
-		Seals: fn.Sealer(), Workers: fn.Config.Workers}
+		Seals: fn.Sealer(), Workers: fn.Config.Workers, CallbackBase: fn.Config.CallbackBase}
 	fn.Start(r.Serve)
 }

@@ -1,11 +1,21 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/longrun-dev/longrun/internal/aws/sealkey"
+	"github.com/longrun-dev/longrun/internal/core/callback"
 )
 
 // signal POSTs a signal as the client, with key (none when "") and If-Match (none when "").
@@ -186,4 +196,88 @@ func TestARefusedSignalChangesNothing(t *testing.T) {
 		t.Fatalf("a refused signal was recorded: %+v", got.Signals)
 	}
 	c.cancel(id, "")
+}
+
+// callbackURL is the callback URL of signal name on operation id, made with the local
+// stack's seal key as the recorder makes the ones it hands workers.
+func callbackURL(t *testing.T, id, name string) string {
+	t.Helper()
+	s := stack.mustBeLocal()
+	out, err := s.SecretsManager.GetSecretValue(context.Background(), &secretsmanager.GetSecretValueInput{SecretId: aws.String("longrun-local-seal")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := sealkey.Derive(aws.ToString(out.SecretString))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := callback.Token(key, id, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stack.APIURL + "/v1/callbacks/" + token
+}
+
+// post sends body to url with no credentials at all, as a third party does.
+func post(t *testing.T, url, body string) response {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	r := response{status: resp.StatusCode, header: resp.Header, body: data}
+	_ = json.Unmarshal(data, &r.json)
+	return r
+}
+
+// A third party with a callback URL and no credentials sends the signal: the same body
+// twice is delivered once and answered the same, the answer names nothing of the operation,
+// a token the deployment did not make is not_found with nothing changed, and once the
+// operation has ended the URL is gone (410). The token never reaches a log line.
+func TestACallbackDeliversTheSignalWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	c := alice(t)
+	id := c.admit(`{"type":"demo.task","input":{"target":"sig-callback-` + newKey() + `","await":"approval"}}`)
+	before := c.awaiting(id, 30*time.Second)
+	url := callbackURL(t, id, "approval")
+	base, token, _ := strings.Cut(url, "/v1/callbacks/")
+	for name, bad := range map[string]string{
+		"malformed": base + "/v1/callbacks/not-a-token",
+		"forged":    base + "/v1/callbacks/" + token[:len(token)-4] + "AAAA",
+	} {
+		if r := post(t, bad, `{"approved": true}`); r.status != http.StatusNotFound || r.json["code"] != "not_found" {
+			t.Errorf("%s token: %d %s", name, r.status, r.body)
+		}
+	}
+	if r := post(t, url, `{"approved": "yes"}`); r.status != http.StatusBadRequest || r.json["code"] != "invalid_input" {
+		t.Errorf("bad data: %d %s", r.status, r.body)
+	}
+	if after := c.do(http.MethodGet, "/v1/operations/"+id, "", ""); fmt.Sprint(after.json["version"]) != fmt.Sprint(before.json["version"]) {
+		t.Fatalf("a refused callback changed the operation: %s", after.body)
+	}
+	first := post(t, url, `{"approved": true, "by": "ci"}`)
+	if first.status != http.StatusAccepted || string(first.body) != `{"signal":"approval"}` {
+		t.Fatalf("callback: %d %s", first.status, first.body)
+	}
+	again := post(t, url, `{"by": "ci", "approved": true}`)
+	if again.status != http.StatusAccepted || again.header.Get("Idempotent-Replayed") != "true" || string(again.body) != string(first.body) {
+		t.Fatalf("replayed callback: %d %v %s", again.status, again.header, again.body)
+	}
+	final := c.poll(id, 30*time.Second)
+	sig, _ := final.json["result"].(map[string]any)["signal"].(map[string]any)
+	if final.json["state"] != "succeeded" || sig["by"] != "ci" || len(state(t, id).Signals) != 1 {
+		t.Fatalf("final: %s (signals %d)", final.body, len(state(t, id).Signals))
+	}
+	if r := post(t, url, `{"approved": true, "by": "late"}`); r.status != http.StatusGone || r.json["code"] != "callback_expired" || r.json["operationId"] != nil {
+		t.Fatalf("a callback after the end: %d %s", r.status, r.body)
+	}
+	logs, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(logs), token[:40]) {
+		t.Fatal("the callback token is in the stack's log")
+	}
 }

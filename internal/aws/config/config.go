@@ -38,6 +38,9 @@ type Config struct {
 	// SealSecret is the Secrets Manager secret (name or ARN) the recorder's and the
 	// reconciler's seals are keyed from (LONGRUN_SEAL_SECRET; internal/aws/sealkey).
 	SealSecret string
+	// CallbackBase is the API's URL under which /v1 lives, for the callback URLs the
+	// recorder puts in step requests (LONGRUN_CALLBACK_BASE; "": none).
+	CallbackBase string
 	// Workers maps each worker to its function's name or ARN (LONGRUN_WORKERS, a JSON
 	// object): the recorder refuses a Run or a delivery that names another function.
 	Workers map[string]string
@@ -100,6 +103,7 @@ func FromEnv() (Config, error) {
 	c.OperatorPrincipals = List(os.Getenv("LONGRUN_OPERATOR_PRINCIPALS"))
 	c.EventBus = os.Getenv("LONGRUN_EVENT_BUS")
 	c.SealSecret = os.Getenv("LONGRUN_SEAL_SECRET")
+	c.CallbackBase = os.Getenv("LONGRUN_CALLBACK_BASE")
 	if v := os.Getenv("LONGRUN_WORKERS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.Workers); err != nil {
 			return c, fmt.Errorf("config: LONGRUN_WORKERS is not a JSON object of workers to functions: %w", err)

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
+	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/facts"
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -31,6 +33,8 @@ type SignalRequest struct {
 	Key      string
 	Sender   Sender
 	IfMatch  []int
+	// At is when it is sent (zero: the service's clock), for a callback's expiry.
+	At time.Time
 }
 
 // fingerprint is what a retry with the same key must send again: the signal, its data
@@ -49,6 +53,9 @@ func (r SignalRequest) fingerprint() string {
 // as the first was).
 func (s *Service) Signal(ctx context.Context, types *optype.Registry, r SignalRequest) (op operation.Operation, replayed bool, err error) {
 	return facts.Update(ctx, s.Store, r.ID, func(op operation.Operation) ([]operation.Fact, bool, error) {
+		if r.At.IsZero() {
+			r.At = s.Now()
+		}
 		f, replayed, err := DecideSignal(op, types, r)
 		if err != nil || replayed {
 			return nil, replayed, err
@@ -103,6 +110,16 @@ func DecideSignal(op operation.Operation, types *optype.Registry, r SignalReques
 	if r.IfMatch != nil && !contains(r.IfMatch, op.Version) {
 		return f, false, problem.New(problem.VersionMismatch, "The operation is at version %d, not the version in If-Match.", op.Version).
 			WithOperation(op.ID)
+	}
+	if r.Sender.Callback {
+		// A callback URL lives as long as the work can hear it: until the operation ends,
+		// or until a wait for its signal times out. The third party learns nothing more.
+		expired := op.State.Terminal() || op.State == operation.Cancelling || op.State == operation.OutcomeUnknown ||
+			slices.Contains(op.TimedOut, r.Name) ||
+			op.Awaits() && op.Awaiting.Signal == r.Name && !r.At.Before(op.Awaiting.Until)
+		if expired {
+			return f, false, problem.New(problem.CallbackExpired, "This callback URL has expired.")
+		}
 	}
 	switch {
 	case op.State.Terminal():

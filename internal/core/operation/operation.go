@@ -339,6 +339,9 @@ type Operation struct {
 	Signals  []Received
 	Awaiting *Awaiting
 	Delivery *Delivery
+	// TimedOut lists the signals a wait for which timed out: their callback URLs are
+	// dead (a callback after the wait it was for is refused, 410).
+	TimedOut []string
 }
 
 // Waiting says whether the work waits at now, with nothing in flight, for a wait it was
@@ -446,6 +449,9 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 		o.Awaiting = f.Awaiting
 		if f.Delivery != nil {
 			o.Delivery = f.Delivery
+			if d := f.Delivery; d.TimedOut && !slices.Contains(o.TimedOut, d.Awaited) {
+				o.TimedOut = append(slices.Clip(o.TimedOut), d.Awaited)
+			}
 		}
 	}
 	o.State = next

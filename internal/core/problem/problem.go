@@ -23,6 +23,7 @@ const (
 	IdempotencyKeyReused     Code = "idempotency_key_reused"
 	TargetBusy               Code = "target_busy"
 	AlreadyTerminal          Code = "already_terminal"
+	CallbackExpired          Code = "callback_expired"
 	VersionMismatch          Code = "version_mismatch"
 	PayloadTooLarge          Code = "payload_too_large"
 	UnsupportedMediaType     Code = "unsupported_media_type"
@@ -35,7 +36,7 @@ const (
 // Codes lists every code of the contract (a new slice each call).
 func Codes() []Code {
 	return []Code{InvalidInput, InvalidIdempotencyKey, UnsupportedOperationType, UnknownSignal, Unauthenticated, Forbidden,
-		NotFound, IdempotencyKeyReused, TargetBusy, AlreadyTerminal, VersionMismatch, PayloadTooLarge,
+		NotFound, IdempotencyKeyReused, TargetBusy, AlreadyTerminal, CallbackExpired, VersionMismatch, PayloadTooLarge,
 		UnsupportedMediaType, MethodNotAllowed, QuotaExceeded, Unavailable, Internal}
 }
 

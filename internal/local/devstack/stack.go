@@ -638,6 +638,7 @@ func (s *Stack) functionEnv(opts Options) []string {
 	workers, _ := json.Marshal(s.workers)
 	env := []string{
 		"LONGRUN_SEAL_SECRET=" + s.sealSecret,
+		"LONGRUN_CALLBACK_BASE=" + s.APIURL,
 		"LONGRUN_WORKERS=" + string(workers),
 		"AWS_ENDPOINT_URL=" + s.EdgeURL,
 		"AWS_REGION=" + region,

@@ -29,6 +29,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/problem"
 	"github.com/longrun-dev/longrun/internal/core/runes"
+	"github.com/longrun-dev/longrun/internal/core/seal"
 	"github.com/longrun-dev/longrun/internal/core/tracelink"
 )
 
@@ -113,6 +114,9 @@ type Handler struct {
 	// Now is the clock of the polling intervals the representation suggests (PollAfter);
 	// nil is time.Now.
 	Now func() time.Time
+	// CallbackKey checks the tokens of callback URLs (internal/core/callback); without it
+	// every callback is not_found.
+	CallbackKey *seal.Sealer
 }
 
 func (h *Handler) count(name string, value float64, dims ...string) {
@@ -129,6 +133,9 @@ type response struct {
 
 const operationsPath = "/v1/operations"
 
+// callbacksPath is where callback URLs point (POST /v1/callbacks/{token}).
+const callbacksPath = "/v1/callbacks"
+
 // Handle serves one API Gateway REST proxy event. It never returns an error to Lambda: every
 // failure is a problem response, so API Gateway never answers with its own 502.
 func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) (out events.APIGatewayProxyResponse, _ error) {
@@ -139,7 +146,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) 
 	traceparent := headerValues(ev, "traceparent")
 	ctx = logctx.With(ctx, logctx.Fields{RequestID: requestID, CorrelationID: CorrelationID(traceparent, requestID)})
 	ctx, span := h.startSpan(ctx, ev, traceparent)
-	log := h.Log.With("request_id", requestID, "method", ev.HTTPMethod, "path", ev.Path)
+	log := h.Log.With("request_id", requestID, "method", ev.HTTPMethod, "path", loggedPath(ev.Path))
 	if ev.RequestContext.RequestID != "" {
 		log = log.With("apigw_request_id", ev.RequestContext.RequestID) // logs only, never a response
 	}
@@ -175,11 +182,19 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayProxyRequest) 
 
 func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (response, string, error) {
 	path := strings.TrimSuffix(ev.Path, "/")
+	route, param := routeOf(path)
+	if route == routeCallback {
+		// A callback carries no credentials: its token is one (callback.go).
+		if ev.HTTPMethod != http.MethodPost {
+			return response{}, "", methodNotAllowed(ev.HTTPMethod, routeCallback, http.MethodPost)
+		}
+		resp, err := h.callback(ctx, ev, param)
+		return resp, "", err
+	}
 	scope, err := h.Callers.Scope(ev.RequestContext)
 	if err != nil {
 		return response{}, "", err
 	}
-	route, param := routeOf(path)
 	switch route {
 	case routeTypes, routeType:
 		resp, err := h.typesRoute(ev.HTTPMethod, path, param)
@@ -276,6 +291,7 @@ const (
 	routeCancel     = routeOperation + "/cancel"
 	routeResolve    = routeOperation + "/resolve"
 	routeSignal     = routeOperation + "/signals/{signal}"
+	routeCallback   = callbacksPath + "/{token}"
 	routeTypes      = operationTypesPath
 	routeType       = operationTypesPath + "/{name}"
 )
@@ -284,6 +300,9 @@ const (
 // for none of them. An operation's routes keep an empty id (…//cancel): the router answers
 // those itself.
 func routeOf(path string) (route, param string) {
+	if token, ok := strings.CutPrefix(path, callbacksPath+"/"); ok && token != "" && !strings.Contains(token, "/") {
+		return routeCallback, token
+	}
 	switch path {
 	case operationsPath:
 		return routeOperations, ""
@@ -313,6 +332,15 @@ func routeOf(path string) (route, param string) {
 		return routeSignal, id
 	}
 	return "", ""
+}
+
+// loggedPath is the path a log line shows: a callback's as its route, since its token is
+// a credential.
+func loggedPath(path string) string {
+	if route, _ := routeOf(strings.TrimSuffix(path, "/")); route == routeCallback {
+		return routeCallback
+	}
+	return path
 }
 
 // allowError is a 405: the problem, and the path's methods for the Allow header.

@@ -37,6 +37,8 @@ func describe(code problem.Code) (status int, title string) {
 		return http.StatusConflict, "Target busy"
 	case problem.AlreadyTerminal:
 		return http.StatusConflict, "Already terminal"
+	case problem.CallbackExpired:
+		return http.StatusGone, "Callback expired"
 	case problem.VersionMismatch:
 		return http.StatusPreconditionFailed, "Version mismatch"
 	case problem.PayloadTooLarge:

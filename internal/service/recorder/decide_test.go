@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/longrun-dev/longrun/internal/core/callback"
 	"github.com/longrun-dev/longrun/internal/core/operation"
 	"github.com/longrun-dev/longrun/internal/core/optype"
+	"github.com/longrun-dev/longrun/internal/core/seal"
 	"github.com/longrun-dev/longrun/internal/core/step"
 	"github.com/longrun-dev/longrun/internal/testkit/memstore"
 )
@@ -80,7 +83,11 @@ func TestDecidesTheGate(t *testing.T) {
 func TestDecidesAWaitForASignal(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	r := &Recorder{Registry: optype.Builtin(), Leases: operation.DefaultLeases()}
+	key, err := seal.New([]byte(strings.Repeat("decide-key/", 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Recorder{Registry: optype.Builtin(), Leases: operation.DefaultLeases(), Seals: key, CallbackBase: "https://api.example/prod/"}
 	approval := func(v int, by string) operation.Received {
 		return operation.Received{Signal: operation.Signal{Name: "approval", Data: json.RawMessage(`{"approved":true,"by":"` + by + `"}`)},
 			Version: v, At: t0, Source: operation.SourceClient, Actor: by}
@@ -150,8 +157,15 @@ func TestDecidesAWaitForASignal(t *testing.T) {
 			if (d.Request.Awaited == nil) != (c.awaited == nil) || c.awaited != nil && *d.Request.Awaited != *c.awaited {
 				t.Fatalf("awaited %+v; want %+v", d.Request.Awaited, c.awaited)
 			}
-			if slim := d.slim(); slim.Request.Signals != nil || slim.Request.Awaited != nil {
-				t.Fatalf("the decision handed to Step Functions keeps the signals: %+v", slim.Request)
+			// demo.task's approval is callable: every step is handed its URL, whose token
+			// names this operation and that signal.
+			url := d.Request.Callbacks["approval"]
+			token, ok := strings.CutPrefix(url, "https://api.example/prod/v1/callbacks/")
+			if id, name, err := callback.Parse(key, token); !ok || err != nil || id != "op_1" || name != "approval" || len(d.Request.Callbacks) != 1 {
+				t.Fatalf("callbacks %v: %q %q %v", d.Request.Callbacks, id, name, err)
+			}
+			if slim := d.slim(); slim.Request.Signals != nil || slim.Request.Awaited != nil || slim.Request.Callbacks != nil {
+				t.Fatalf("the decision handed to Step Functions keeps the signals or callbacks: %+v", slim.Request)
 			}
 		})
 	}

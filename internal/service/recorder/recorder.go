@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/longrun-dev/longrun/internal/core/callback"
 	"github.com/longrun-dev/longrun/internal/core/facts"
 	"github.com/longrun-dev/longrun/internal/core/ids"
 	"github.com/longrun-dev/longrun/internal/core/logctx"
@@ -195,9 +196,10 @@ type Recorder struct {
 	Workers map[string]string
 	// ParkBudget bounds how long a parked Run goes on starting steps (0: DefaultParkBudget).
 	ParkBudget time.Duration
-	// CallbackURLs are the callback URLs of op's type's callable signals, by name, for
-	// its step requests (nil: none).
-	CallbackURLs func(op operation.Operation) map[string]string
+	// CallbackBase is the API's URL under which /v1 lives: step requests carry callback
+	// URLs under it for the type's callable signals, their tokens made with Seals ("":
+	// none).
+	CallbackBase string
 	// MaxEventAge is how long Lambda may keep a sent step queued before it runs or gives up
 	// (the worker's event invoke config; 0: DefaultMaxEventAge): a parked step's lease
 	// lasts that long and its stepTimeout after it.
@@ -773,13 +775,34 @@ func (r *Recorder) deliver(op operation.Operation, req *step.Request, completed 
 	if d.Awaited != "" {
 		req.Awaited = &step.Awaited{Signal: d.Awaited, TimedOut: d.TimedOut}
 	}
-	if r.CallbackURLs != nil {
-		req.Callbacks = r.CallbackURLs(op)
-	}
+	req.Callbacks = r.callbacks(op)
 	if d.From == d.Through && d.Awaited == "" || op.Delivery != nil && *op.Delivery == d {
 		return nil
 	}
 	return &d
+}
+
+// callbacks are the callback URLs of op's type's callable signals, by name (nil: none).
+func (r *Recorder) callbacks(op operation.Operation) map[string]string {
+	typ, ok := r.Registry.Lookup(op.Type)
+	if !ok || r.CallbackBase == "" || r.Seals == nil {
+		return nil
+	}
+	var out map[string]string
+	for _, s := range typ.Signals {
+		if !s.Callback {
+			continue
+		}
+		token, err := callback.Token(r.Seals, op.ID, s.Name)
+		if err != nil {
+			continue // only a nil sealer fails, and that makes no seals at all
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[s.Name] = strings.TrimSuffix(r.CallbackBase, "/") + "/v1/callbacks/" + token
+	}
+	return out
 }
 
 // gated is what one attempt of handle decided besides its facts: the decision for the
