@@ -50,6 +50,7 @@ types:
     signals:
       go:
         senders: [caller, operator]
+        callback: true
         schema: {type: object, properties: {n: {type: integer}}}
   - name: test.long
     version: 1

@@ -186,3 +186,41 @@ func TestTwoSignalsAndTheTimeoutWakeTheWaitOnce(t *testing.T) {
 		}
 	})
 }
+
+// A third party's callback replayed at once (its retry racing its first try), on both
+// stores: one signal is recorded, and both answers are the same success, the later a replay.
+func TestAReplayedCallbackIsDeliveredOnce(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, f *fixture) {
+		for trial := range 6 {
+			id := f.newOp()
+			f.handle(awaitGo(f.handle(recorder.Input{OperationID: id})))
+			s := &intent.Service{Store: f.store, Now: f.clock.Now}
+			req := intent.SignalRequest{ID: id, Name: "go", Data: json.RawMessage(`{"n":7}`), Decoded: map[string]any{"n": json.Number("7")},
+				Key: "callback:same-body", Sender: intent.Sender{Callback: true}}
+			replays := make([]bool, 3)
+			var wg sync.WaitGroup
+			for i := range replays {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, replayed, err := s.Signal(context.Background(), f.rec.Registry, req)
+					if err != nil {
+						t.Errorf("trial %d: %v", trial, err)
+					}
+					replays[i] = replayed
+				}()
+			}
+			wg.Wait()
+			firsts := 0
+			for _, r := range replays {
+				if !r {
+					firsts++
+				}
+			}
+			if op := f.load(id); len(op.Signals) != 1 || firsts != 1 || op.Signals[0].Source != operation.SourceCallback {
+				t.Fatalf("trial %d: %d signals recorded, %d answered as the first: %+v", trial, len(op.Signals), firsts, op.Signals)
+			}
+		}
+	})
+}
