@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,12 +22,14 @@ import (
 // worker built from ./worker as the file's local section says, and the provisioner an
 // in-process fake the worker reaches over HTTP. The fake's behaviour is switched per
 // operation by its project: "lossy" drops the answer to a create it committed, "slow" is
-// never ready.
+// never ready, and "bank" (whose environments the tests ask for as production ones) is
+// made in a fake's own time and said done through its callback URL.
 func TestProvisionEnvironmentEndToEnd(t *testing.T) {
 	t.Parallel() // its stack takes free ports, beside the other test's
 	fake := &provisioner.Fake{ReadyAfter: 2}
 	slow := &provisioner.Fake{ReadyAfter: 1 << 30, Prefix: "slow-"}
-	prov := httptest.NewServer(route(fake, slow))
+	prod := &provisioner.Fake{ReadyAfter: 1, CallbackAfter: 300 * time.Millisecond, Prefix: "prod-", Broken: []string{"broken"}}
+	prov := httptest.NewServer(route(fake, slow, prod))
 	defer prov.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -35,8 +38,10 @@ func TestProvisionEnvironmentEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The reconciler ends a wait whose timeout passed: every second, not every 10 s, so that
+	// the approval's timeout ends the test's wait soon after it passes.
 	stack, err := local.Start(ctx, local.Options{TypesFiles: []string{"longrun.types.yaml"}, Output: log,
-		WorkerEnv: map[string]string{"PROVISIONER_URL": prov.URL}})
+		WorkerEnv: map[string]string{"PROVISIONER_URL": prov.URL}, ReconcileEvery: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +53,15 @@ func TestProvisionEnvironmentEndToEnd(t *testing.T) {
 		}
 	}()
 
-	// Discovery serves the definition.
-	if r := call(t, stack, http.MethodGet, "/v1/operation-types/provision.environment", ""); r["deadlineSeconds"] != 7200.0 {
+	// Discovery serves the definition, with its signals: who may send them, and which one
+	// a third party may send through a callback URL.
+	r := call(t, stack, http.MethodGet, "/v1/operation-types/provision.environment", "")
+	var signals []string
+	for _, sig := range asSlice(r["signals"]) {
+		d, _ := sig.(map[string]any)
+		signals = append(signals, fmt.Sprintf("%v %v notCreator=%v callback=%v", d["name"], d["senders"], d["notCreator"], d["callback"]))
+	}
+	if r["deadlineSeconds"] != 7200.0 || strings.Join(signals, "; ") != "approval [operator] notCreator=true callback=false; provisioned [operator] notCreator=false callback=true" {
 		t.Fatalf("%v", r)
 	}
 	// Input the schema refuses is a 400 naming the field.
@@ -68,6 +80,9 @@ func TestProvisionEnvironmentEndToEnd(t *testing.T) {
 		op = call(t, stack, http.MethodGet, "/v1/operations/"+id, "")
 		if p, _ := op["progress"].(map[string]any); p != nil && p["message"] == "waiting for the provisioner" {
 			sawWaiting = true
+		}
+		if op["awaiting"] != nil {
+			t.Fatalf("an environment that is not production waits for a signal: %v", op)
 		}
 		if op["terminal"] == true {
 			break
@@ -139,18 +154,203 @@ func TestProvisionEnvironmentEndToEnd(t *testing.T) {
 			t.Fatalf("environments %d", fake.Creates())
 		}
 	})
+
+	t.Run("production", func(t *testing.T) { production(t, stack, prod) })
 }
 
-// route sends project "slow" to slow and everything else to fake, and drops the answer to
-// project "lossy"'s create after fake committed it.
-func route(fake, slow *provisioner.Fake) http.Handler {
-	fast, never := provisioner.Handler(fake), provisioner.Handler(slow)
+// production: a production environment waits, before anything is provisioned, for an
+// operator's approval, never its creator's; then for the provisioner's callback. Each case
+// has its own environment (its own target), and they run side by side.
+func production(t *testing.T, s *local.Stack, prod *provisioner.Fake) {
+	admit := func(t *testing.T, token, environment, template, extra string) string {
+		t.Helper()
+		status, op := do(t, s, token, http.MethodPost, "/v1/operations",
+			`{"type":"provision.environment","input":{"project":"bank","environment":"`+environment+`","template":"`+template+`","production":true`+extra+`}}`)
+		if status != http.StatusAccepted {
+			t.Fatalf("%d %v", status, op)
+		}
+		return op["operationId"].(string)
+	}
+	nothingProvisioned := func(t *testing.T, id string) {
+		t.Helper()
+		if env, ok := prod.ByKey(id); ok {
+			t.Fatalf("provisioned %+v without an approval", env)
+		}
+	}
+
+	t.Run("approved, it is provisioned and the provisioner calls back", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		id := admit(t, local.TokenAlice, "prod-approve", "small", "")
+		awaiting(t, s, local.TokenAlice, id, "approval")
+		nothingProvisioned(t, id)
+		if status, r := signal(t, s, local.TokenOperator, id, "approval", `{"approved":true,"by":"Olga","reason":"change ticket 42"}`); status != http.StatusAccepted {
+			t.Fatalf("approval: %d %v", status, r)
+		}
+		op := waitCallback(t, s, prod, id)
+		result, _ := op["result"].(map[string]any)
+		if by, _ := result["approvedBy"].(string); op["state"] != "succeeded" || result["url"] != "https://prod-approve.bank.example.test" || by == "" {
+			t.Fatalf("%v", op)
+		}
+		env, _ := prod.ByKey(id)
+		if polls := prod.Polls(env.ID); polls != 0 {
+			t.Fatalf("the provisioner was polled %d times: the callback ends the wait", polls)
+		}
+		t.Logf("approved by %v, called back, succeeded in %v", result["approvedBy"], time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("a failure the provisioner calls back with fails it", func(t *testing.T) {
+		t.Parallel()
+		id := admit(t, local.TokenAlice, "prod-broken", "broken", "")
+		awaiting(t, s, local.TokenAlice, id, "approval")
+		if status, r := signal(t, s, local.TokenOperator, id, "approval", `{"approved":true}`); status != http.StatusAccepted {
+			t.Fatalf("approval: %d %v", status, r)
+		}
+		op := waitCallback(t, s, prod, id)
+		if p, _ := op["problem"].(map[string]any); op["state"] != "failed" || p["code"] != "provisioning_failed" {
+			t.Fatalf("%v", op)
+		}
+	})
+
+	t.Run("rejected, it fails not_approved", func(t *testing.T) {
+		t.Parallel()
+		id := admit(t, local.TokenAlice, "prod-reject", "small", "")
+		awaiting(t, s, local.TokenAlice, id, "approval")
+		if status, r := signal(t, s, local.TokenOperator, id, "approval", `{"approved":false,"by":"Olga","reason":"change freeze"}`); status != http.StatusAccepted {
+			t.Fatalf("rejection: %d %v", status, r)
+		}
+		op := waitDone(t, s, id)
+		if p, _ := op["problem"].(map[string]any); op["state"] != "failed" || p["code"] != "not_approved" || !strings.Contains(fmt.Sprint(p["detail"]), "change freeze") {
+			t.Fatalf("%v", op)
+		}
+		nothingProvisioned(t, id)
+	})
+
+	t.Run("no approval in time, it fails approval_timeout", func(t *testing.T) {
+		t.Parallel()
+		start := time.Now()
+		id := admit(t, local.TokenAlice, "prod-timeout", "small", `,"approvalTimeoutSeconds":1`)
+		op := waitDone(t, s, id)
+		if p, _ := op["problem"].(map[string]any); op["state"] != "failed" || p["code"] != "approval_timeout" {
+			t.Fatalf("%v", op)
+		}
+		nothingProvisioned(t, id)
+		t.Logf("timed out after %v", time.Since(start).Round(time.Millisecond))
+	})
+
+	t.Run("a cancel while it waits ends it canceled at once", func(t *testing.T) {
+		t.Parallel()
+		id := admit(t, local.TokenAlice, "prod-cancel", "small", "")
+		awaiting(t, s, local.TokenAlice, id, "approval")
+		// No step runs while it waits: the cancel's own answer says canceled.
+		if status, r := do(t, s, local.TokenAlice, http.MethodPost, "/v1/operations/"+id+"/cancel", ""); status != http.StatusAccepted || r["state"] != "canceled" {
+			t.Fatalf("%d %v", status, r)
+		}
+		if status, r := signal(t, s, local.TokenOperator, id, "approval", `{"approved":true}`); status != http.StatusConflict || r["code"] != "already_terminal" {
+			t.Fatalf("an approval after the cancel: %d %v", status, r)
+		}
+		nothingProvisioned(t, id)
+	})
+
+	t.Run("its creator may not approve it", func(t *testing.T) {
+		t.Parallel()
+		// Alice asked for it, and only operators approve.
+		mine := admit(t, local.TokenAlice, "prod-own", "small", "")
+		// An operator asked for this one: another operator must approve it (four eyes).
+		ops := admit(t, local.TokenOperator, "prod-own", "small", "")
+		for id, token := range map[string]string{mine: local.TokenAlice, ops: local.TokenOperator} {
+			before := awaiting(t, s, token, id, "approval")
+			if status, r := signal(t, s, token, id, "approval", `{"approved":true}`); status != http.StatusForbidden || r["code"] != "forbidden" {
+				t.Fatalf("the creator's approval: %d %v", status, r)
+			}
+			if after := awaiting(t, s, token, id, "approval"); after["version"] != before["version"] {
+				t.Fatalf("a refused approval changed the operation: %v → %v", before, after)
+			}
+			nothingProvisioned(t, id)
+			if status, r := do(t, s, token, http.MethodPost, "/v1/operations/"+id+"/cancel", ""); status != http.StatusAccepted {
+				t.Fatalf("%d %v", status, r)
+			}
+		}
+	})
+}
+
+// awaiting polls operation id, as token's caller, until it waits for signal, and returns it.
+func awaiting(t *testing.T, s *local.Stack, token, id, signal string) map[string]any {
+	t.Helper()
+	var op map[string]any
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		_, op = do(t, s, token, http.MethodGet, "/v1/operations/"+id, "")
+		if a, _ := op["awaiting"].(map[string]any); a["signal"] == signal {
+			return op
+		}
+		if op["terminal"] == true {
+			break
+		}
+	}
+	t.Fatalf("%s never waited for %s: %v", id, signal, op)
+	return nil
+}
+
+// waitCallback waits for operation id, which waits for the provisioner's callback, to end,
+// and checks that the provisioner was handed a callback URL and that longrun took its POST,
+// made without credentials. It fails at once if longrun refused the POST: otherwise the
+// operation would wait CallbackTimeout (30 min) for it.
+func waitCallback(t *testing.T, s *local.Stack, prod *provisioner.Fake, id string) map[string]any {
+	t.Helper()
+	var op map[string]any
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		_, op = do(t, s, local.TokenAlice, http.MethodGet, "/v1/operations/"+id, "")
+		env, ok := prod.ByKey(id)
+		var ds []provisioner.Delivery
+		for _, d := range prod.Deliveries() {
+			if ok && d.EnvironmentID == env.ID {
+				ds = append(ds, d)
+			}
+		}
+		switch {
+		case op["terminal"] == true:
+			if !ok || prod.CallbackURL(env.ID) == "" {
+				t.Fatalf("the provisioner was handed no callback URL (the step had none for provisioned?); environment %+v, operation %v", env, op)
+			}
+			if len(ds) == 0 || !ok2xx(ds[len(ds)-1].Status) {
+				t.Fatalf("the operation ended without the callback: deliveries %+v, operation %v", ds, op)
+			}
+			if !strings.Contains(prod.CallbackURL(env.ID), "/v1/callbacks/") {
+				t.Errorf("callback URL %q", prod.CallbackURL(env.ID))
+			}
+			return op
+		case len(ds) > 0:
+			if last := ds[len(ds)-1]; !ok2xx(last.Status) && (last.Status >= 400 && last.Status < 500 && last.Status != 429 || len(ds) == 5) {
+				t.Fatalf("longrun refused the provisioner's callback (POST %s): %d %v; is POST /v1/callbacks/{token} there?", last.URL, last.Status, last.Err)
+			}
+		}
+	}
+	t.Fatalf("%s never ended: %v", id, op)
+	return nil
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }
+
+func ok2xx(status int) bool { return status >= 200 && status < 300 }
+
+// signal sends the signal name to operation id as token's caller: its status and body.
+func signal(t *testing.T, s *local.Stack, token, id, name, data string) (int, map[string]any) {
+	t.Helper()
+	return do(t, s, token, http.MethodPost, "/v1/operations/"+id+"/signals/"+name, data)
+}
+
+// route sends project "slow" to slow, project "bank" to prod and everything else to fake,
+// and drops the answer to project "lossy"'s create after fake committed it.
+func route(fake, slow, prod *provisioner.Fake) http.Handler {
+	fast, never, production := provisioner.Handler(fake), provisioner.Handler(slow), provisioner.Handler(prod)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
 		switch {
 		case strings.Contains(string(body), `"project":"slow"`) || slow.Knows(r.URL.Path):
 			never.ServeHTTP(w, r)
+		case strings.Contains(string(body), `"project":"bank"`) || prod.Knows(r.URL.Path):
+			production.ServeHTTP(w, r)
 		case strings.Contains(string(body), `"project":"lossy"`):
 			fast.ServeHTTP(httptest.NewRecorder(), r) // committed …
 			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
@@ -193,16 +393,24 @@ func callKey(t *testing.T, s *local.Stack, key, body string) map[string]any {
 	return out
 }
 
-var keys int
+// keys makes Idempotency-Keys unique, the tests running side by side.
+var keys atomic.Int64
 
 func call(t *testing.T, s *local.Stack, method, path, body string) map[string]any {
 	t.Helper()
+	_, out := do(t, s, local.TokenAlice, method, path, body)
+	return out
+}
+
+// do calls the API as token's caller, a POST with a fresh Idempotency-Key: its status and
+// body.
+func do(t *testing.T, s *local.Stack, token, method, path, body string) (int, map[string]any) {
+	t.Helper()
 	req, _ := http.NewRequest(method, s.APIURL+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+local.TokenAlice)
+	req.Header.Set("Authorization", "Bearer "+token)
 	if body != "" || method == http.MethodPost {
-		keys++
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", fmt.Sprintf("example-%d-%d", time.Now().UnixNano(), keys))
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("example-%d-%d", time.Now().UnixNano(), keys.Add(1)))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -214,7 +422,7 @@ func call(t *testing.T, s *local.Stack, method, path, body string) map[string]an
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
 	}
-	return out
+	return resp.StatusCode, out
 }
 
 func tail(s string, n int) string {

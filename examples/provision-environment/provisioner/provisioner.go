@@ -1,9 +1,11 @@
 // Package provisioner is the example's stand-in for a real provisioning system (a cloud
 // API, Terraform Cloud, an internal platform): it creates environments asynchronously, they
 // become ready some polls later, and a create with a key it has seen returns the same
-// environment, so a step that runs twice creates one. Fake keeps the state in memory;
-// Handler serves it over HTTP (cmd/fake-provisioner, and the end-to-end test), and Client is
-// what the worker uses.
+// environment, so a step that runs twice creates one. A create may also hand it a callback
+// URL: it then makes the environment in its own time and POSTs the environment, ready or
+// failed, to that URL when done, as a webhook, with no credentials. Fake keeps the state in
+// memory; Handler serves it over HTTP (cmd/fake-provisioner, and the end-to-end test), and
+// Client is what the worker uses.
 package provisioner
 
 import (
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Request asks for an environment.
@@ -23,12 +26,19 @@ type Request struct {
 	Project     string `json:"project"`
 	Environment string `json:"environment"`
 	Template    string `json:"template"`
+	// CallbackURL, when set, is where the provisioner POSTs the environment (an
+	// Environment, as JSON) once it is ready or has failed, with no credentials: a
+	// longrun callback URL (worker.Step.CallbackURL). The provisioner keeps it to itself:
+	// an Environment never shows it.
+	CallbackURL string `json:"callbackUrl,omitempty"`
 }
 
-// Environment is what the provisioner knows of one.
+// Environment is what the provisioner knows of one, and what it POSTs to a callback URL.
 type Environment struct {
 	ID     string `json:"id"`
-	Status string `json:"status"` // "creating", then "ready"
+	Status string `json:"status"` // "creating", then "ready" or "failed"
+	// Reason says why an environment failed.
+	Reason string `json:"reason,omitempty"`
 	Request
 }
 
@@ -51,19 +61,41 @@ type Provisioner interface {
 	Get(ctx context.Context, id string) (Environment, error)
 }
 
-// Fake is an in-memory Provisioner whose environments are ready after ReadyAfter reads.
+// Fake is an in-memory Provisioner whose environments are made after ReadyAfter reads: ready,
+// or failed for a template in Broken. An environment asked for with a callback URL is made
+// in the fake's own time instead, CallbackAfter after the create, and the fake then POSTs it
+// to the callback URL, trying again a few times if the POST gets no answer or
+// a 5xx or 429.
 type Fake struct {
 	ReadyAfter int
 	Templates  []string // templates it knows; none means any
 	Prefix     string   // of its environments' ids, to tell two fakes' apart
+	// CallbackAfter is how long an environment asked for with a callback URL takes.
+	CallbackAfter time.Duration
+	// Broken are templates whose environments fail, once made, rather than become ready.
+	Broken []string
+	// HTTP sends the callbacks; nil means a client with a 10 s timeout.
+	HTTP *http.Client
 
-	mu      sync.Mutex
-	byKey   map[string]string
-	envs    map[string]*Environment
-	reads   map[string]int
-	creates int
-	calls   int
-	gets    int
+	mu         sync.Mutex
+	byKey      map[string]string
+	envs       map[string]*Environment
+	reads      map[string]int
+	pending    map[string]bool // environments that a callback will finish
+	creates    int
+	calls      int
+	gets       int
+	urls       map[string]string // callback URL by environment
+	deliveries []Delivery
+}
+
+// Delivery is one POST of an environment to its callback URL.
+type Delivery struct {
+	EnvironmentID string
+	URL           string
+	// Status is the answer's HTTP status; 0 when none came (Err says why).
+	Status int
+	Err    error
 }
 
 // Create implements Provisioner.
@@ -81,9 +113,70 @@ func (f *Fake) Create(_ context.Context, key string, req Request) (Environment, 
 		return Environment{}, ErrUnknownTemplate
 	}
 	f.creates++
+	callback := req.CallbackURL
+	req.CallbackURL = "" // kept apart, never shown
 	env := &Environment{ID: fmt.Sprintf("%senv-%d", f.Prefix, f.creates), Status: "creating", Request: req}
 	f.byKey[key], f.envs[env.ID] = env.ID, env
+	if callback != "" {
+		if f.pending == nil {
+			f.pending, f.urls = map[string]bool{}, map[string]string{}
+		}
+		f.pending[env.ID], f.urls[env.ID] = true, callback
+		time.AfterFunc(f.CallbackAfter, func() { f.finish(env.ID, callback) })
+	}
 	return *env, nil
+}
+
+// finish makes the environment id, asked for with a callback URL: ready, or failed for a
+// Broken template. Then it POSTs the environment to url.
+func (f *Fake) finish(id, url string) {
+	f.mu.Lock()
+	env := f.envs[id]
+	f.made(env)
+	delete(f.pending, id)
+	body, _ := json.Marshal(env)
+	hc := f.HTTP
+	f.mu.Unlock()
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	for try, wait := 1, 200*time.Millisecond; ; try, wait = try+1, wait*2 {
+		d := post(hc, id, url, body)
+		f.mu.Lock()
+		f.deliveries = append(f.deliveries, d)
+		f.mu.Unlock()
+		if d.Err == nil && d.Status < 500 && d.Status != http.StatusTooManyRequests || try == 5 {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// made makes env: ready, or failed for a Broken template. f.mu is held.
+func (f *Fake) made(env *Environment) {
+	env.Status = "ready"
+	if contains(f.Broken, env.Template) {
+		env.Status, env.Reason = "failed", "The template's resources could not be created."
+	}
+}
+
+// post POSTs body to url, as a webhook does: JSON, and no credentials.
+func post(hc *http.Client, id, url string, body []byte) Delivery {
+	d := Delivery{EnvironmentID: id, URL: url}
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		d.Err = err
+		return d
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		d.Err = err
+		return d
+	}
+	defer resp.Body.Close()
+	d.Status = resp.StatusCode
+	return d
 }
 
 // Get implements Provisioner.
@@ -96,8 +189,8 @@ func (f *Fake) Get(_ context.Context, id string) (Environment, error) {
 		return Environment{}, fmt.Errorf("no environment %s", id)
 	}
 	f.reads[id]++
-	if f.reads[id] >= f.ReadyAfter {
-		env.Status = "ready"
+	if f.reads[id] >= f.ReadyAfter && !f.pending[id] && env.Status == "creating" {
+		f.made(env)
 	}
 	return *env, nil
 }
@@ -122,6 +215,38 @@ func (f *Fake) Calls() (creates, gets int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls, f.gets
+}
+
+// Polls is how many times the environment id was read (Get).
+func (f *Fake) Polls(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reads[id]
+}
+
+// CallbackURL is the callback URL the environment id was asked for with ("" for none).
+func (f *Fake) CallbackURL(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.urls[id]
+}
+
+// Deliveries are the fake's POSTs to callback URLs so far, in the order they were made.
+func (f *Fake) Deliveries() []Delivery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Delivery(nil), f.deliveries...)
+}
+
+// ByKey is the environment created for the deduplication key, if any.
+func (f *Fake) ByKey(key string) (Environment, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, ok := f.byKey[key]
+	if !ok {
+		return Environment{}, false
+	}
+	return *f.envs[id], true
 }
 
 // Keys are the deduplication keys the fake has seen.

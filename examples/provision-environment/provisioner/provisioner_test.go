@@ -2,10 +2,14 @@ package provisioner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -50,5 +54,68 @@ func TestClientTellsNeverSentFromMayHaveBeenSent(t *testing.T) {
 				t.Fatalf("error %v: ErrNotSent %v, want %v", err, errors.Is(err, ErrNotSent), tc.notSent)
 			}
 		})
+	}
+}
+
+// An environment asked for with a callback URL is made in the fake's time and POSTed to the
+// URL, as JSON and with no credentials, ready (or failed, for a broken template, with a
+// reason); a 5xx is tried again. The URL is never shown, neither in the callback nor in a
+// read of the environment, and the environment is not ready to a poll before it is made.
+func TestACallbackURLGetsTheEnvironmentWhenItIsMade(t *testing.T) {
+	var mu sync.Mutex
+	var got []*http.Request
+	var bodies []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		got, bodies = append(got, r), append(bodies, string(b))
+		if len(got) == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable) // tried again
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer hook.Close()
+	fake := &Fake{ReadyAfter: 1, CallbackAfter: 100 * time.Millisecond, Broken: []string{"broken"}}
+	srv := httptest.NewServer(Handler(fake))
+	defer srv.Close()
+	c := Client{URL: srv.URL}
+	ctx := context.Background()
+
+	env, err := c.Create(ctx, "k1", Request{Project: "p", Environment: "e", Template: "small", CallbackURL: hook.URL + "/v1/callbacks/cb-1"})
+	if err != nil || env.Status != "creating" || env.CallbackURL != "" {
+		t.Fatalf("%+v %v", env, err)
+	}
+	if now, _ := c.Get(ctx, env.ID); now.Status != "creating" {
+		t.Fatalf("ready to a poll before it was made: %+v", now)
+	}
+	for len(fake.Deliveries()) < 2 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	r, body := got[1], bodies[1]
+	mu.Unlock()
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/callbacks/cb-1" || r.Header.Get("Authorization") != "" ||
+		r.Header.Get("Content-Type") != "application/json" || strings.Contains(body, "callback") {
+		t.Fatalf("%s %s %v %s", r.Method, r.URL, r.Header, body)
+	}
+	var sent Environment
+	if err := json.Unmarshal([]byte(body), &sent); err != nil || sent.ID != env.ID || sent.Status != "ready" {
+		t.Fatalf("%s %v", body, err)
+	}
+	if d := fake.Deliveries(); d[0].Status != 503 || d[1].Status != 202 {
+		t.Fatalf("%+v", d)
+	}
+
+	broken, err := c.Create(ctx, "k2", Request{Project: "p", Environment: "e2", Template: "broken", CallbackURL: hook.URL + "/v1/callbacks/cb-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(fake.Deliveries()) < 3 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if now, _ := c.Get(ctx, broken.ID); now.Status != "failed" || now.Reason == "" {
+		t.Fatalf("%+v", now)
 	}
 }
