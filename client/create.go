@@ -80,11 +80,19 @@ func (c *Client) Create(ctx context.Context, req CreateRequest, opts *CreateOpti
 		again = func(err error) bool { return transient(err) || IsCode(err, ErrorCodeQuotaExceeded) }
 	}
 	params := &api.AdmitOperationParams{IdempotencyKey: key}
+	return c.sendKeyed(ctx, again, w, key, body, func() (*http.Request, error) {
+		return api.NewAdmitOperationRequestWithBody(c.server, params, "application/json", bytes.NewReader(body))
+	})
+}
+
+// sendKeyed sends a request made under an Idempotency-Key (an admission, a signal), retried
+// as again says within w, and reads its answer: the operation, where it is, whether it was
+// a replay, and the key.
+func (c *Client) sendKeyed(ctx context.Context, again func(error) bool, w *window, key string, body []byte,
+	newRequest func() (*http.Request, error)) (*Operation, error) {
 	var op *Operation
-	err = c.do(ctx, again, w, func(ctx context.Context) error {
-		resp, b, err := c.send(ctx, func() (*http.Request, error) {
-			return api.NewAdmitOperationRequestWithBody(c.server, params, "application/json", bytes.NewReader(body))
-		}, body)
+	err := c.do(ctx, again, w, func(ctx context.Context) error {
+		resp, b, err := c.send(ctx, newRequest, body)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/longrun-dev/longrun/client/api"
 )
@@ -75,25 +74,7 @@ func (c *Client) Signal(ctx context.Context, id, name string, data any, opts *Si
 		etag := `"` + strconv.Itoa(*opts.IfVersion) + `"`
 		params.IfMatch = &etag
 	}
-	var op *Operation
-	err = c.do(ctx, transient, nil, func(ctx context.Context) error {
-		resp, b, err := c.send(ctx, func() (*http.Request, error) {
-			return api.NewSignalOperationRequestWithBody(c.server, id, name, params, "application/json", bytes.NewReader(body))
-		}, body)
-		if err != nil {
-			return err
-		}
-		op, err = c.decodeOperation(resp, b)
-		if err != nil {
-			return err
-		}
-		op.Location = resp.Header.Get("Location")
-		op.Replayed = strings.EqualFold(resp.Header.Get("Idempotent-Replayed"), "true")
-		op.IdempotencyKey = key
-		return nil
+	return c.sendKeyed(ctx, transient, nil, key, body, func() (*http.Request, error) {
+		return api.NewSignalOperationRequestWithBody(c.server, id, name, params, "application/json", bytes.NewReader(body))
 	})
-	if err != nil {
-		return nil, err
-	}
-	return op, nil
 }

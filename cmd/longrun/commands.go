@@ -40,10 +40,8 @@ func (c *cli) create(fs *flag.FlagSet) runner {
 		if err != nil {
 			return x.usageError("%v", err)
 		}
-		k, minted := *key, *key == ""
-		if minted {
-			k = client.NewIdempotencyKey()
-		} else if err := checkKey(k); err != nil {
+		k, minted, err := keyOrNew(*key)
+		if err != nil {
 			return x.usageError("-key: %v", err)
 		}
 		api, code := x.client(ctx)
@@ -184,10 +182,8 @@ func (c *cli) signal(fs *flag.FlagSet) runner {
 		if err != nil {
 			return x.usageError("%v", err)
 		}
-		k, minted := *key, *key == ""
-		if minted {
-			k = client.NewIdempotencyKey()
-		} else if err := checkKey(k); err != nil {
+		k, minted, err := keyOrNew(*key)
+		if err != nil {
 			return x.usageError("-key: %v", err)
 		}
 		api, code := x.client(ctx)
@@ -373,4 +369,12 @@ func checkKey(k string) error {
 		}
 	}
 	return nil
+}
+
+// keyOrNew is the Idempotency-Key a command sends: -key's, checked, or a new one (minted).
+func keyOrNew(key string) (k string, minted bool, err error) {
+	if key == "" {
+		return client.NewIdempotencyKey(), true, nil
+	}
+	return key, false, checkKey(key)
 }
