@@ -106,6 +106,12 @@ func TestDecidesAWaitForASignal(t *testing.T) {
 	awaiting := func(o *operation.Operation) {
 		o.Awaiting = &operation.Awaiting{Signal: "approval", Since: t0, Until: t0.Add(time.Minute), Step: 1}
 	}
+	// A wait for a signal the type does not declare could never end but by its timeout.
+	undeclared := &step.Report{Status: step.Continue, Await: &step.Await{Signal: "launch", TimeoutSeconds: 60}}
+	if f, d := r.gate(op(nil), step.Request{OperationID: "op_1", Step: 1}, undeclared, time.Time{}, t0, false); f == nil ||
+		f.Kind != operation.KindFailed || f.Problem.Code != "undeclared_signal" || d.Next != NextDone {
+		t.Fatalf("a wait for an undeclared signal: %+v %+v", f, d)
+	}
 	for _, c := range []struct {
 		name     string
 		op       operation.Operation

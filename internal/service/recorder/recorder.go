@@ -873,6 +873,13 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 		d.Next, d.ResumeAt = NextAwait, operation.FormatTime(op.Awaiting.Until)
 		return nil, d
 	}
+	if rep != nil && rep.Await != nil {
+		if _, ok := typ.Signal(rep.Await.Signal); !ok {
+			// Nobody could ever send it: the API refuses a signal the type does not declare.
+			return stop(operation.KindFailed, "undeclared_signal", "Undeclared signal",
+				fmt.Sprintf("Step %d asked to wait for the signal %q, which the type %s does not declare.", completed, rep.Await.Signal, op.Type))
+		}
+	}
 	if rep != nil && rep.Await != nil && !op.Arrived(rep.Await.Signal, req.Step) {
 		// Wait for the signal with nothing running: at most until the deadline, which then
 		// ends the work as it ends any.
