@@ -108,6 +108,7 @@ var problemStatus = map[client.ErrorCode]int{
 	client.ErrorCodeIdempotencyKeyReused:     409,
 	client.ErrorCodeTargetBusy:               409,
 	client.ErrorCodeAlreadyTerminal:          409,
+	client.ErrorCodeCallbackExpired:          410,
 	client.ErrorCodeVersionMismatch:          412,
 	client.ErrorCodePayloadTooLarge:          413,
 	client.ErrorCodeUnsupportedMediaType:     415,

@@ -59,6 +59,7 @@ type ErrorCode string
 // The codes of the contract's ErrorCode enum.
 const (
 	ErrorCodeAlreadyTerminal          ErrorCode = "already_terminal"
+	ErrorCodeCallbackExpired          ErrorCode = "callback_expired"
 	ErrorCodeForbidden                ErrorCode = "forbidden"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "idempotency_key_reused"
 	ErrorCodeInternal                 ErrorCode = "internal"
@@ -81,7 +82,7 @@ const (
 // (a newer API's) is still a ProblemError's Code; Valid tells it apart.
 func (c ErrorCode) Valid() bool {
 	switch c {
-	case ErrorCodeAlreadyTerminal, ErrorCodeForbidden, ErrorCodeIdempotencyKeyReused,
+	case ErrorCodeAlreadyTerminal, ErrorCodeCallbackExpired, ErrorCodeForbidden, ErrorCodeIdempotencyKeyReused,
 		ErrorCodeInternal, ErrorCodeInvalidIdempotencyKey, ErrorCodeInvalidInput,
 		ErrorCodeMethodNotAllowed, ErrorCodeNotFound, ErrorCodePayloadTooLarge,
 		ErrorCodeQuotaExceeded, ErrorCodeTargetBusy, ErrorCodeUnauthenticated,

@@ -93,7 +93,9 @@ func (b *builder) userPool() *userPool {
 
 // accessLogFields are the access log's fields: who called (IP, IAM identity, Cognito sub),
 // what (method, resource template: no ids, no query), the answer and its timing. Never a
-// header or a body.
+// header or a body, and never the request's path ($context.path): a callback URL's path
+// holds its token, the only credential of POST /v1/callbacks/{token}, which the resource
+// template leaves out.
 var accessLogFields = [][2]string{
 	{"requestId", "$context.requestId"},
 	{"ip", "$context.identity.sourceIp"},
@@ -123,9 +125,10 @@ func accessLogFormat() string {
 }
 
 // restAPI is the REST API: every method authorized (IAM by default, the Cognito user pool
-// when configured), proxied to the api function, which sees every path and method (its
-// routing answers 404 and 405), with API Gateway's own errors rewritten as the contract's
-// problem+json and the stage throttled (and traced, when tracing is on).
+// when configured) but the callback URLs' (POST /v1/callbacks/{token}, whose token is the
+// credential the function checks), proxied to the api function, which sees every path and
+// method (its routing answers 404 and 405), with API Gateway's own errors rewritten as the
+// contract's problem+json and the stage throttled (and traced, when tracing is on).
 func (b *builder) restAPI() awsapigateway.RestApi {
 	scope, props, name, fn, users := b.c, b.props, b.name, b.lr.Functions["api"], b.users
 	rate, burst := props.ThrottleRate, props.ThrottleBurst
@@ -185,7 +188,7 @@ func (b *builder) restAPI() awsapigateway.RestApi {
 		Proxy: jsii.Bool(true), AllowTestInvoke: jsii.Bool(false),
 	})
 
-	// The one request check API Gateway makes itself: an admission carries an
+	// The one request check API Gateway makes itself: an admission and a signal carry an
 	// Idempotency-Key (everything else is the function's to judge, with the contract's codes).
 	validator := api.AddRequestValidator(jsii.String("Headers"), &awsapigateway.RequestValidatorOptions{
 		RequestValidatorName:      name("headers"),
@@ -211,21 +214,39 @@ func (b *builder) restAPI() awsapigateway.RestApi {
 	types.AddMethod(jsii.String("GET"), integration, method)
 	oneType := types.AddResource(jsii.String("{name}"), nil)
 	oneType.AddMethod(jsii.String("GET"), integration, method)
+	signals := one.AddResource(jsii.String("signals"), nil)
+	signal := signals.AddResource(jsii.String("{signal}"), nil)
+	signal.AddMethod(jsii.String("POST"), integration, &withKey)
+
+	// Callback URLs: a third party with no credentials for longrun sends one signal to one
+	// operation. The token is the credential: an unguessable MAC over the operation and the
+	// signal (internal/core/callback), which the function checks before it reads anything,
+	// so API Gateway authorizes nothing here. ANY beside POST is open too, so that another
+	// method is the function's 405 with Allow, as on every other path of the contract.
+	callbacks := v1.AddResource(jsii.String("callbacks"), nil)
+	token := callbacks.AddResource(jsii.String("{token}"), nil)
+	open := &awsapigateway.MethodOptions{AuthorizationType: awsapigateway.AuthorizationType_NONE}
+	b.callbackMethods = []awsapigateway.Method{
+		token.AddMethod(jsii.String("POST"), integration, open),
+		token.AddMethod(jsii.String("ANY"), integration, open),
+	}
 
 	// Everything else reaches the function too, so the answers are the contract's: 405 with
 	// Allow for a method a path lacks, 404 for a path the API lacks (docs/idempotency.md).
 	// Every resource has ANY, authorized like the methods beside it and without the
-	// validator: an explicit method wins over ANY, so only POST /v1/operations needs the key
-	// (a DELETE there is the function's 405, not a 400). Every resource without a
-	// path-variable child gets a greedy {proxy+} child with ANY, so a path resolves to a
-	// method segment by segment, whether or not API Gateway would fall back to a greedy
-	// resource higher up (/v1/operations needs none: {operationId} takes any next segment,
-	// and a resource has at most one variable child). Authorization comes before the
-	// integration: an anonymous caller still gets API Gateway's 401, on any path.
-	for _, r := range []awsapigateway.IResource{root, v1, ops, one, cancel, resolve, types, oneType} {
+	// validator: an explicit method wins over ANY, so only POST /v1/operations and a signal's
+	// POST need the key (a DELETE there is the function's 405, not a 400); the callback
+	// URLs' ANY is open, as their POST is (above). Every resource without a path-variable
+	// child gets a greedy {proxy+} child with ANY, so a path resolves to a method segment by
+	// segment, whether or not API Gateway would fall back to a greedy resource higher up
+	// (/v1/operations, …/signals and /v1/callbacks need none: their variable child takes any
+	// next segment, and a resource has at most one variable child). Authorization comes
+	// before the integration: an anonymous caller still gets API Gateway's 401, on any path
+	// but a callback URL's (below a token, {proxy+} is authorized: it is no callback URL).
+	for _, r := range []awsapigateway.IResource{root, v1, ops, one, cancel, resolve, types, oneType, signals, signal, callbacks} {
 		r.AddMethod(jsii.String("ANY"), integration, method)
 	}
-	for _, r := range []awsapigateway.IResource{root, v1, one, cancel, resolve, oneType} {
+	for _, r := range []awsapigateway.IResource{root, v1, one, cancel, resolve, oneType, signal, token} {
 		r.AddResource(jsii.String("{proxy+}"), nil).AddMethod(jsii.String("ANY"), integration, method)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -64,6 +65,9 @@ type builder struct {
 	users *userPool
 	// schedule: the reconciler's.
 	reconcileSchedule awsevents.Rule
+	// api: the methods API Gateway does not authorize, the callback URLs' (their token is
+	// their credential, which the api function checks).
+	callbackMethods []awsapigateway.Method
 }
 
 func newBuilder(lr *Longrun, props *Props, served served) *builder {
@@ -229,7 +233,8 @@ func (b *builder) recorder() {
 	b.key = b.lr.Table.EncryptionKey()
 	// The key of the seals by which the recorder and the reconciler take back only what
 	// longrun handed Step Functions and Lambda (docs/security.md, "What the recorder
-	// trusts"): a random string no person sees, read once per cold start.
+	// trusts"), and of the callback URLs' tokens: a random string no person sees, read once
+	// per cold start.
 	b.lr.SealSecret = awssecretsmanager.NewSecret(b.c, jsii.String("SealSecret"), &awssecretsmanager.SecretProps{
 		SecretName:  b.name("seal"),
 		Description: jsii.String("longrun " + b.props.Stage + ": the key of the recorder's seals"),
@@ -337,7 +342,10 @@ func (b *builder) functions() {
 	if b.props.IdempotencyWindow > 0 {
 		apiEnv["LONGRUN_IDEMPOTENCY_WINDOW"] = jsii.String(b.props.IdempotencyWindow.String())
 	}
-	b.function("api", apiEnv)
+	// The api function checks the MAC of a callback URL's token (internal/core/callback),
+	// made with the seal key, before it reads anything for it.
+	apiEnv["LONGRUN_SEAL_SECRET"] = b.lr.SealSecret.SecretArn()
+	b.lr.SealSecret.GrantRead(b.function("api", apiEnv), nil)
 	dlq := b.lr.DeadLetterQueues["dispatcher"]
 	// The dispatcher seals the input of an execution that wakes work waiting for a signal.
 	b.lr.SealSecret.GrantRead(b.function("dispatcher", map[string]*string{
@@ -396,8 +404,21 @@ func (b *builder) schedule() {
 
 // api is the REST API in front of the api function (restAPI), without the output RestApi
 // adds by itself: the outputs are the app's.
+//
+// The recorder puts a callback URL into a step request for each signal its type declares
+// with `callback: true`: LONGRUN_CALLBACK_BASE, the stage's URL without its trailing slash
+// (APIURL is …/<stage>/), followed by /v1/callbacks/<token>. The recorder refers to the
+// API and its stage, which never refer to the recorder (they integrate with the api
+// function only), so there is no cycle; and it is updated once the stage exists, so the
+// URLs it hands out lead to a deployed stage.
 func (b *builder) api() {
-	b.lr.API = b.restAPI()
-	b.lr.API.Node().TryRemoveChild(jsii.String("Endpoint"))
-	b.lr.APIURL = b.lr.API.Url()
+	api := b.restAPI()
+	b.lr.API = api
+	api.Node().TryRemoveChild(jsii.String("Endpoint"))
+	b.lr.APIURL = api.Url()
+	base := awscdk.Fn_Join(jsii.String(""), &[]*string{
+		jsii.String("https://"), api.RestApiId(), jsii.String(".execute-api."), b.stack.Region(), jsii.String("."),
+		b.stack.UrlSuffix(), jsii.String("/"), api.DeploymentStage().StageName(),
+	})
+	b.lr.Functions["recorder"].AddEnvironment(jsii.String("LONGRUN_CALLBACK_BASE"), base, nil)
 }

@@ -157,6 +157,25 @@ func envOf(fn map[string]any) map[string]any {
 	return vars
 }
 
+// resourcePath is the path of the API Gateway resource a method's ResourceId refers to
+// ("/" for the root).
+func (tpl *template) resourcePath(t *testing.T, ref any) string {
+	t.Helper()
+	m, _ := ref.(map[string]any)
+	if att, ok := m["Fn::GetAtt"].([]any); ok && len(att) == 2 && att[1] == "RootResourceId" {
+		return "/"
+	}
+	r, ok := tpl.Resources[fmt.Sprint(m["Ref"])]
+	if !ok || r.Type != "AWS::ApiGateway::Resource" {
+		t.Fatalf("not a resource of the API: %v", ref)
+	}
+	parent := tpl.resourcePath(t, r.Properties["ParentId"])
+	if parent == "/" {
+		parent = ""
+	}
+	return parent + "/" + fmt.Sprint(r.Properties["PathPart"])
+}
+
 // machine finds the state machine named name.
 func (tpl *template) machine(t *testing.T, name string) (string, resource) {
 	t.Helper()

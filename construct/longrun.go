@@ -36,7 +36,9 @@ type Longrun struct {
 	constructs.Construct
 
 	// API is the REST API (stage Props.Stage); APIURL its URL, …/<stage>/ (the contract's
-	// paths start with v1/).
+	// paths start with v1/). Every method is authorized but POST /v1/callbacks/{token} (and
+	// the ANY beside it), whose token is its credential; the recorder hands those URLs out
+	// under APIURL (LONGRUN_CALLBACK_BASE).
 	API    awsapigateway.RestApi
 	APIURL *string
 	// Table is longrun's DynamoDB table. Only longrun's functions use it.
@@ -58,7 +60,9 @@ type Longrun struct {
 	// reconciler's) and "notifier".
 	DeadLetterQueues map[string]awssqs.Queue
 	// SealSecret keys the seals by which the recorder and the reconciler take back only what
-	// longrun made (docs/security.md, "What the recorder trusts"). Only they may read it.
+	// longrun made (docs/security.md, "What the recorder trusts"), the dispatcher's input of
+	// an execution that wakes work waiting for a signal, and the callback URLs' tokens the
+	// api function checks ("Callback URLs"). Only those four functions may read it.
 	SealSecret awssecretsmanager.Secret
 	// TypesLayer holds the definitions files on /opt; nil for the built-in types.
 	TypesLayer awslambda.LayerVersion

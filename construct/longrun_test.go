@@ -2,6 +2,7 @@ package construct_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -318,10 +319,32 @@ func TestExposedValuesAreTheResources(t *testing.T) {
 	if want := []string{"arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${" + restAPI + "}/${" + stage + "}/*/*"}; !reflect.DeepEqual(calls, want) {
 		t.Errorf("the caller may invoke %v, want %v", calls, want)
 	}
-	// IAM authorization by default, on every method.
+	// IAM authorization by default, on every method but the callback URLs' (POST, and ANY
+	// for the function's 405), whose token is their credential.
+	open := map[string]bool{}
 	for id, m := range tpl.of("AWS::ApiGateway::Method") {
-		if m.Properties["AuthorizationType"] != "AWS_IAM" {
-			t.Errorf("%s: %v", id, m.Properties["AuthorizationType"])
+		route := fmt.Sprint(m.Properties["HttpMethod"]) + " " + tpl.resourcePath(t, m.Properties["ResourceId"])
+		want := "AWS_IAM"
+		if strings.HasSuffix(route, " /v1/callbacks/{token}") {
+			want = "NONE"
+			open[route] = true
+		}
+		if m.Properties["AuthorizationType"] != want || m.Properties["AuthorizerId"] != nil {
+			t.Errorf("%s (%s): %v by %v, want %s", id, route, m.Properties["AuthorizationType"], m.Properties["AuthorizerId"], want)
+		}
+	}
+	if want := map[string]bool{"POST /v1/callbacks/{token}": true, "ANY /v1/callbacks/{token}": true}; !reflect.DeepEqual(open, want) {
+		t.Errorf("methods without authorization %v, want %v", open, want)
+	}
+	// The recorder writes callback URLs under the stage's URL (ApiUrl without its slash).
+	_, recorder := tpl.function(t, "longrun-prod-recorder")
+	if got, want := cfntest.Render(envOf(recorder)["LONGRUN_CALLBACK_BASE"]),
+		"https://${"+restAPI+"}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${"+stage+"}"; got != want {
+		t.Errorf("the recorder's LONGRUN_CALLBACK_BASE = %s, want %s", got, want)
+	}
+	for _, fname := range []string{"api", "dispatcher", "notifier", "reconciler"} {
+		if _, fn := tpl.function(t, "longrun-prod-"+fname); envOf(fn)["LONGRUN_CALLBACK_BASE"] != nil {
+			t.Errorf("%s has LONGRUN_CALLBACK_BASE", fname)
 		}
 	}
 	// A stage other than dev keeps its data.

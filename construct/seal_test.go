@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -11,10 +12,12 @@ import (
 	"github.com/longrun-dev/longrun/internal/testkit/cfntest"
 )
 
-// The seal key is a secret of the stage's that only the recorder and the reconciler read,
-// and the recorder knows each worker's function (docs/security.md, "What the recorder
-// trusts").
-func TestTheSealKeyIsTheRecordersAndTheReconcilers(t *testing.T) {
+// The seal key is a secret of the stage's that only the functions that seal or check seals
+// read: the recorder and the reconciler (docs/security.md, "What the recorder trusts"), the
+// dispatcher (the input of an execution that wakes work waiting for a signal) and the api
+// (a callback URL's token, "Callback URLs"), never the notifier; and the recorder knows
+// each worker's function.
+func TestTheSealKeyIsReadOnlyByWhoSeals(t *testing.T) {
 	tpl := team(t)
 	secretID, secret := tpl.only(t, "AWS::SecretsManager::Secret")
 	if gen, _ := secret.Properties["GenerateSecretString"].(map[string]any); gen["PasswordLength"] != float64(64) || secret.Properties["Name"] != "longrun-prod-seal" {
@@ -33,12 +36,12 @@ func TestTheSealKeyIsTheRecordersAndTheReconcilers(t *testing.T) {
 				readers[fname] = true
 			}
 		}
-		if _, ok := env["LONGRUN_SEAL_SECRET"]; ok != (fname == "recorder" || fname == "reconciler") {
-			t.Errorf("%s: LONGRUN_SEAL_SECRET set: %v", fname, ok)
+		if got, ok := env["LONGRUN_SEAL_SECRET"]; ok != (fname != "notifier") || ok && !reflect.DeepEqual(got, map[string]any{"Ref": secretID}) {
+			t.Errorf("%s: LONGRUN_SEAL_SECRET %v", fname, got)
 		}
 	}
-	if len(readers) != 2 || !readers["recorder"] || !readers["reconciler"] {
-		t.Fatalf("the secret's readers: %v, want the recorder and the reconciler", readers)
+	if want := map[string]bool{"api": true, "dispatcher": true, "recorder": true, "reconciler": true}; !reflect.DeepEqual(readers, want) {
+		t.Fatalf("the secret's readers: %v, want %v", readers, want)
 	}
 	_, recorder := tpl.function(t, "longrun-prod-recorder")
 	workers := cfntest.Render(envOf(recorder)["LONGRUN_WORKERS"])

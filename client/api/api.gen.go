@@ -34,6 +34,7 @@ func (e AcceptedState) Valid() bool {
 // Defines values for ErrorCode.
 const (
 	ErrorCodeAlreadyTerminal          ErrorCode = "already_terminal"
+	ErrorCodeCallbackExpired          ErrorCode = "callback_expired"
 	ErrorCodeForbidden                ErrorCode = "forbidden"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "idempotency_key_reused"
 	ErrorCodeInternal                 ErrorCode = "internal"
@@ -56,6 +57,8 @@ const (
 func (e ErrorCode) Valid() bool {
 	switch e {
 	case ErrorCodeAlreadyTerminal:
+		return true
+	case ErrorCodeCallbackExpired:
 		return true
 	case ErrorCodeForbidden:
 		return true
@@ -234,6 +237,19 @@ type Awaiting struct {
 	// Until UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
 	Until Timestamp `json:"until"`
 }
+
+// CallbackAccepted What a delivery through a callback URL answers: the name of the signal it sent, and nothing about the operation.
+type CallbackAccepted struct {
+	// Signal A signal's name, as its operation type declares it: a lowercase letter, then at most 63 lowercase letters, digits, `_` or `-` (it is a path segment).
+	//
+	// Examples: approval
+	Signal SignalName `json:"signal"`
+}
+
+// CallbackExpiredProblem RFC 9457 problem details. `code` decides; `type` is
+// `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
+// belongs to (both enforced below).
+type CallbackExpiredProblem = Problem
 
 // ETagValue defines model for ETagValue.
 type ETagValue = string
@@ -529,6 +545,9 @@ type UnsupportedMediaTypeProblem = Problem
 // belongs to (both enforced below).
 type VersionMismatchProblem = Problem
 
+// CallbackTokenPath defines model for CallbackTokenPath.
+type CallbackTokenPath = string
+
 // Cursor defines model for Cursor.
 type Cursor = string
 
@@ -573,6 +592,15 @@ type AdmissionConflict = AdmissionConflictProblem
 
 // AlreadyTerminal defines model for AlreadyTerminal.
 type AlreadyTerminal = AlreadyTerminalProblem
+
+// CallbackExpired defines model for CallbackExpired.
+type CallbackExpired = CallbackExpiredProblem
+
+// CallbackInvalidData defines model for CallbackInvalidData.
+type CallbackInvalidData = InvalidInputProblem
+
+// CallbackNotFound defines model for CallbackNotFound.
+type CallbackNotFound = NotFoundProblem
 
 // CancelRepresentation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
@@ -693,6 +721,9 @@ type SignalOperationParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// DeliverCallbackJSONRequestBody defines body for DeliverCallback for application/json ContentType.
+type DeliverCallbackJSONRequestBody = SignalData
+
 // AdmitOperationJSONRequestBody defines body for AdmitOperation for application/json ContentType.
 type AdmitOperationJSONRequestBody = AdmissionRequest
 
@@ -775,6 +806,80 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// DeliverCallbackWithBody Send a signal through a callback URL (no credentials)
+	//
+	// The URL a worker hands a third party (an e-signature service, a payment
+	// provider) as the address its webhook calls, for a signal the operation's type
+	// declares with `callback: true`: each step request carries one per such signal
+	// (`callbacks`, docs/worker-protocol.md). Whoever holds it sends that signal to that
+	// operation, and nothing else, by POSTing the signal's data to it with no
+	// credentials: the token is the credential, an unguessable MAC bound to one
+	// operation and one signal, checked before anything is read. The answer tells
+	// nothing about the operation: not its id, its state nor its representation.
+	//
+	// A delivery is a signal as `POST /v1/operations/{operationId}/signals/{signal}`
+	// sends one: checked against the signal's `schema`, recorded on the operation and
+	// handed to its worker with the next step (`via: callback`, no sender); it ends a
+	// wait for the signal. The same body delivered through the same URL again records
+	// nothing and answers `202` with `Idempotent-Replayed: true`, so a webhook's
+	// retries are safe; a different body is another delivery of the signal. The replay
+	// is recognized before anything else is judged, so a retry of a recorded delivery
+	// is answered `202` even after the URL has expired.
+	//
+	// * `202` with the signal's name once the signal is recorded.
+	// * `400 invalid_input` when the data does not satisfy the signal's `schema`
+	//   (`errors` point into the body, e.g. `/approved`) or is not a JSON object.
+	// * `404 not_found` for a token that is malformed or that this deployment did not
+	//   make.
+	// * `410 callback_expired` when the operation has ended, is `cancelling` or is
+	//   `outcome_unknown`, or a wait for the signal timed out: the URL will not work
+	//   again.
+	// * `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+	//
+	// A refused delivery records nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/callbacks/{token} (the `DeliverCallback` operationId).
+	DeliverCallbackWithBody(ctx context.Context, token CallbackTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeliverCallback Send a signal through a callback URL (no credentials)
+	//
+	// The URL a worker hands a third party (an e-signature service, a payment
+	// provider) as the address its webhook calls, for a signal the operation's type
+	// declares with `callback: true`: each step request carries one per such signal
+	// (`callbacks`, docs/worker-protocol.md). Whoever holds it sends that signal to that
+	// operation, and nothing else, by POSTing the signal's data to it with no
+	// credentials: the token is the credential, an unguessable MAC bound to one
+	// operation and one signal, checked before anything is read. The answer tells
+	// nothing about the operation: not its id, its state nor its representation.
+	//
+	// A delivery is a signal as `POST /v1/operations/{operationId}/signals/{signal}`
+	// sends one: checked against the signal's `schema`, recorded on the operation and
+	// handed to its worker with the next step (`via: callback`, no sender); it ends a
+	// wait for the signal. The same body delivered through the same URL again records
+	// nothing and answers `202` with `Idempotent-Replayed: true`, so a webhook's
+	// retries are safe; a different body is another delivery of the signal. The replay
+	// is recognized before anything else is judged, so a retry of a recorded delivery
+	// is answered `202` even after the URL has expired.
+	//
+	// * `202` with the signal's name once the signal is recorded.
+	// * `400 invalid_input` when the data does not satisfy the signal's `schema`
+	//   (`errors` point into the body, e.g. `/approved`) or is not a JSON object.
+	// * `404 not_found` for a token that is malformed or that this deployment did not
+	//   make.
+	// * `410 callback_expired` when the operation has ended, is `cancelling` or is
+	//   `outcome_unknown`, or a wait for the signal timed out: the URL will not work
+	//   again.
+	// * `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+	//
+	// A refused delivery records nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/callbacks/{token} (the `DeliverCallback` operationId).
+	DeliverCallback(ctx context.Context, token CallbackTokenPath, body DeliverCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOperationTypes List the operation types
 	//
@@ -1025,6 +1130,100 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
 	SignalOperation(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// DeliverCallbackWithBody Send a signal through a callback URL (no credentials)
+//
+// The URL a worker hands a third party (an e-signature service, a payment
+// provider) as the address its webhook calls, for a signal the operation's type
+// declares with `callback: true`: each step request carries one per such signal
+// (`callbacks`, docs/worker-protocol.md). Whoever holds it sends that signal to that
+// operation, and nothing else, by POSTing the signal's data to it with no
+// credentials: the token is the credential, an unguessable MAC bound to one
+// operation and one signal, checked before anything is read. The answer tells
+// nothing about the operation: not its id, its state nor its representation.
+//
+// A delivery is a signal as `POST /v1/operations/{operationId}/signals/{signal}`
+// sends one: checked against the signal's `schema`, recorded on the operation and
+// handed to its worker with the next step (`via: callback`, no sender); it ends a
+// wait for the signal. The same body delivered through the same URL again records
+// nothing and answers `202` with `Idempotent-Replayed: true`, so a webhook's
+// retries are safe; a different body is another delivery of the signal. The replay
+// is recognized before anything else is judged, so a retry of a recorded delivery
+// is answered `202` even after the URL has expired.
+//
+//   - `202` with the signal's name once the signal is recorded.
+//   - `400 invalid_input` when the data does not satisfy the signal's `schema`
+//     (`errors` point into the body, e.g. `/approved`) or is not a JSON object.
+//   - `404 not_found` for a token that is malformed or that this deployment did not
+//     make.
+//   - `410 callback_expired` when the operation has ended, is `cancelling` or is
+//     `outcome_unknown`, or a wait for the signal timed out: the URL will not work
+//     again.
+//   - `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+//
+// A refused delivery records nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/callbacks/{token} (the `DeliverCallback` operationId).
+func (c *Client) DeliverCallbackWithBody(ctx context.Context, token CallbackTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverCallbackRequestWithBody(c.Server, token, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeliverCallback Send a signal through a callback URL (no credentials)
+//
+// The URL a worker hands a third party (an e-signature service, a payment
+// provider) as the address its webhook calls, for a signal the operation's type
+// declares with `callback: true`: each step request carries one per such signal
+// (`callbacks`, docs/worker-protocol.md). Whoever holds it sends that signal to that
+// operation, and nothing else, by POSTing the signal's data to it with no
+// credentials: the token is the credential, an unguessable MAC bound to one
+// operation and one signal, checked before anything is read. The answer tells
+// nothing about the operation: not its id, its state nor its representation.
+//
+// A delivery is a signal as `POST /v1/operations/{operationId}/signals/{signal}`
+// sends one: checked against the signal's `schema`, recorded on the operation and
+// handed to its worker with the next step (`via: callback`, no sender); it ends a
+// wait for the signal. The same body delivered through the same URL again records
+// nothing and answers `202` with `Idempotent-Replayed: true`, so a webhook's
+// retries are safe; a different body is another delivery of the signal. The replay
+// is recognized before anything else is judged, so a retry of a recorded delivery
+// is answered `202` even after the URL has expired.
+//
+//   - `202` with the signal's name once the signal is recorded.
+//   - `400 invalid_input` when the data does not satisfy the signal's `schema`
+//     (`errors` point into the body, e.g. `/approved`) or is not a JSON object.
+//   - `404 not_found` for a token that is malformed or that this deployment did not
+//     make.
+//   - `410 callback_expired` when the operation has ended, is `cancelling` or is
+//     `outcome_unknown`, or a wait for the signal timed out: the URL will not work
+//     again.
+//   - `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+//
+// A refused delivery records nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/callbacks/{token} (the `DeliverCallback` operationId).
+func (c *Client) DeliverCallback(ctx context.Context, token CallbackTokenPath, body DeliverCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeliverCallbackRequest(c.Server, token, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // ListOperationTypes List the operation types
@@ -1385,6 +1584,53 @@ func (c *Client) SignalOperation(ctx context.Context, operationID OperationIDPat
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewDeliverCallbackRequest calls the generic DeliverCallback builder with application/json body
+func NewDeliverCallbackRequest(server string, token CallbackTokenPath, body DeliverCallbackJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeliverCallbackRequestWithBody(server, token, "application/json", bodyReader)
+}
+
+// NewDeliverCallbackRequestWithBody constructs an http.Request for the DeliverCallback method, with any body, and a specified content type
+func NewDeliverCallbackRequestWithBody(server string, token CallbackTokenPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/callbacks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewListOperationTypesRequest constructs an http.Request for the ListOperationTypes method
@@ -1843,6 +2089,80 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// DeliverCallbackWithBodyWithResponse Send a signal through a callback URL (no credentials)
+	//
+	// The URL a worker hands a third party (an e-signature service, a payment
+	// provider) as the address its webhook calls, for a signal the operation's type
+	// declares with `callback: true`: each step request carries one per such signal
+	// (`callbacks`, docs/worker-protocol.md). Whoever holds it sends that signal to that
+	// operation, and nothing else, by POSTing the signal's data to it with no
+	// credentials: the token is the credential, an unguessable MAC bound to one
+	// operation and one signal, checked before anything is read. The answer tells
+	// nothing about the operation: not its id, its state nor its representation.
+	//
+	// A delivery is a signal as `POST /v1/operations/{operationId}/signals/{signal}`
+	// sends one: checked against the signal's `schema`, recorded on the operation and
+	// handed to its worker with the next step (`via: callback`, no sender); it ends a
+	// wait for the signal. The same body delivered through the same URL again records
+	// nothing and answers `202` with `Idempotent-Replayed: true`, so a webhook's
+	// retries are safe; a different body is another delivery of the signal. The replay
+	// is recognized before anything else is judged, so a retry of a recorded delivery
+	// is answered `202` even after the URL has expired.
+	//
+	// * `202` with the signal's name once the signal is recorded.
+	// * `400 invalid_input` when the data does not satisfy the signal's `schema`
+	//   (`errors` point into the body, e.g. `/approved`) or is not a JSON object.
+	// * `404 not_found` for a token that is malformed or that this deployment did not
+	//   make.
+	// * `410 callback_expired` when the operation has ended, is `cancelling` or is
+	//   `outcome_unknown`, or a wait for the signal timed out: the URL will not work
+	//   again.
+	// * `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+	//
+	// A refused delivery records nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/callbacks/{token} (the `DeliverCallback` operationId).
+	DeliverCallbackWithBodyWithResponse(ctx context.Context, token CallbackTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeliverCallbackResponse, error)
+
+	// DeliverCallbackWithResponse Send a signal through a callback URL (no credentials)
+	//
+	// The URL a worker hands a third party (an e-signature service, a payment
+	// provider) as the address its webhook calls, for a signal the operation's type
+	// declares with `callback: true`: each step request carries one per such signal
+	// (`callbacks`, docs/worker-protocol.md). Whoever holds it sends that signal to that
+	// operation, and nothing else, by POSTing the signal's data to it with no
+	// credentials: the token is the credential, an unguessable MAC bound to one
+	// operation and one signal, checked before anything is read. The answer tells
+	// nothing about the operation: not its id, its state nor its representation.
+	//
+	// A delivery is a signal as `POST /v1/operations/{operationId}/signals/{signal}`
+	// sends one: checked against the signal's `schema`, recorded on the operation and
+	// handed to its worker with the next step (`via: callback`, no sender); it ends a
+	// wait for the signal. The same body delivered through the same URL again records
+	// nothing and answers `202` with `Idempotent-Replayed: true`, so a webhook's
+	// retries are safe; a different body is another delivery of the signal. The replay
+	// is recognized before anything else is judged, so a retry of a recorded delivery
+	// is answered `202` even after the URL has expired.
+	//
+	// * `202` with the signal's name once the signal is recorded.
+	// * `400 invalid_input` when the data does not satisfy the signal's `schema`
+	//   (`errors` point into the body, e.g. `/approved`) or is not a JSON object.
+	// * `404 not_found` for a token that is malformed or that this deployment did not
+	//   make.
+	// * `410 callback_expired` when the operation has ended, is `cancelling` or is
+	//   `outcome_unknown`, or a wait for the signal timed out: the URL will not work
+	//   again.
+	// * `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+	//
+	// A refused delivery records nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/callbacks/{token} (the `DeliverCallback` operationId).
+	DeliverCallbackWithResponse(ctx context.Context, token CallbackTokenPath, body DeliverCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*DeliverCallbackResponse, error)
+
 	// ListOperationTypesWithResponse List the operation types
 	//
 	// Every operation type this API admits, sorted by name: exactly the types an
@@ -2102,6 +2422,169 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
 	SignalOperationWithResponse(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*SignalOperationResponse, error)
+}
+
+// DeliverCallbackResponse202Headers the declared response headers of an HTTP 202 response for DeliverCallback
+type DeliverCallbackResponse202Headers struct {
+	IdempotentReplayed *string
+	XRequestID         RequestID
+}
+
+// DeliverCallbackResponse400Headers the declared response headers of an HTTP 400 response for DeliverCallback
+type DeliverCallbackResponse400Headers struct {
+	XRequestID RequestID
+}
+
+// DeliverCallbackResponse404Headers the declared response headers of an HTTP 404 response for DeliverCallback
+type DeliverCallbackResponse404Headers struct {
+	XRequestID RequestID
+}
+
+// DeliverCallbackResponse405Headers the declared response headers of an HTTP 405 response for DeliverCallback
+type DeliverCallbackResponse405Headers struct {
+	Allow      string
+	XRequestID RequestID
+}
+
+// DeliverCallbackResponse410Headers the declared response headers of an HTTP 410 response for DeliverCallback
+type DeliverCallbackResponse410Headers struct {
+	XRequestID RequestID
+}
+
+// DeliverCallbackResponse413Headers the declared response headers of an HTTP 413 response for DeliverCallback
+type DeliverCallbackResponse413Headers struct {
+	XRequestID RequestID
+}
+
+// DeliverCallbackResponse415Headers the declared response headers of an HTTP 415 response for DeliverCallback
+type DeliverCallbackResponse415Headers struct {
+	XRequestID RequestID
+}
+
+// DeliverCallbackResponse500Headers the declared response headers of an HTTP 500 response for DeliverCallback
+type DeliverCallbackResponse500Headers struct {
+	XRequestID RequestID
+}
+
+// DeliverCallbackResponse503Headers the declared response headers of an HTTP 503 response for DeliverCallback
+type DeliverCallbackResponse503Headers struct {
+	RetryAfter int
+	XRequestID RequestID
+}
+
+type DeliverCallbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *CallbackAccepted
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *CallbackInvalidData
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *CallbackNotFound
+	// ApplicationProblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationProblemJSON405 *MethodNotAllowed
+	// ApplicationProblemJSON410 the response for an HTTP 410 `application/problem+json` response
+	ApplicationProblemJSON410 *CallbackExpired
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *DeliverCallbackResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeliverCallbackResponse400Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeliverCallbackResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *DeliverCallbackResponse405Headers
+	// Headers410 the parsed response headers for an HTTP 410 response
+	Headers410 *DeliverCallbackResponse410Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *DeliverCallbackResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *DeliverCallbackResponse415Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeliverCallbackResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeliverCallbackResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r DeliverCallbackResponse) GetJSON202() *CallbackAccepted {
+	return r.JSON202
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeliverCallbackResponse) GetApplicationProblemJSON400() *CallbackInvalidData {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeliverCallbackResponse) GetApplicationProblemJSON404() *CallbackNotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r DeliverCallbackResponse) GetApplicationProblemJSON405() *MethodNotAllowed {
+	return r.ApplicationProblemJSON405
+}
+
+// GetApplicationProblemJSON410 returns the response for an HTTP 410 `application/problem+json` response
+func (r DeliverCallbackResponse) GetApplicationProblemJSON410() *CallbackExpired {
+	return r.ApplicationProblemJSON410
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r DeliverCallbackResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r DeliverCallbackResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeliverCallbackResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeliverCallbackResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeliverCallbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeliverCallbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeliverCallbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeliverCallbackResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // ListOperationTypesResponse200Headers the declared response headers of an HTTP 200 response for ListOperationTypes
@@ -3325,6 +3808,92 @@ func (r SignalOperationResponse) ContentType() string {
 	return ""
 }
 
+// DeliverCallbackWithBodyWithResponse Send a signal through a callback URL (no credentials)
+//
+// The URL a worker hands a third party (an e-signature service, a payment
+// provider) as the address its webhook calls, for a signal the operation's type
+// declares with `callback: true`: each step request carries one per such signal
+// (`callbacks`, docs/worker-protocol.md). Whoever holds it sends that signal to that
+// operation, and nothing else, by POSTing the signal's data to it with no
+// credentials: the token is the credential, an unguessable MAC bound to one
+// operation and one signal, checked before anything is read. The answer tells
+// nothing about the operation: not its id, its state nor its representation.
+//
+// A delivery is a signal as `POST /v1/operations/{operationId}/signals/{signal}`
+// sends one: checked against the signal's `schema`, recorded on the operation and
+// handed to its worker with the next step (`via: callback`, no sender); it ends a
+// wait for the signal. The same body delivered through the same URL again records
+// nothing and answers `202` with `Idempotent-Replayed: true`, so a webhook's
+// retries are safe; a different body is another delivery of the signal. The replay
+// is recognized before anything else is judged, so a retry of a recorded delivery
+// is answered `202` even after the URL has expired.
+//
+//   - `202` with the signal's name once the signal is recorded.
+//   - `400 invalid_input` when the data does not satisfy the signal's `schema`
+//     (`errors` point into the body, e.g. `/approved`) or is not a JSON object.
+//   - `404 not_found` for a token that is malformed or that this deployment did not
+//     make.
+//   - `410 callback_expired` when the operation has ended, is `cancelling` or is
+//     `outcome_unknown`, or a wait for the signal timed out: the URL will not work
+//     again.
+//   - `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+//
+// A refused delivery records nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/callbacks/{token} (the `DeliverCallback` operationId).
+func (c *ClientWithResponses) DeliverCallbackWithBodyWithResponse(ctx context.Context, token CallbackTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeliverCallbackResponse, error) {
+	rsp, err := c.DeliverCallbackWithBody(ctx, token, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeliverCallbackResponse(rsp)
+}
+
+// DeliverCallbackWithResponse Send a signal through a callback URL (no credentials)
+//
+// The URL a worker hands a third party (an e-signature service, a payment
+// provider) as the address its webhook calls, for a signal the operation's type
+// declares with `callback: true`: each step request carries one per such signal
+// (`callbacks`, docs/worker-protocol.md). Whoever holds it sends that signal to that
+// operation, and nothing else, by POSTing the signal's data to it with no
+// credentials: the token is the credential, an unguessable MAC bound to one
+// operation and one signal, checked before anything is read. The answer tells
+// nothing about the operation: not its id, its state nor its representation.
+//
+// A delivery is a signal as `POST /v1/operations/{operationId}/signals/{signal}`
+// sends one: checked against the signal's `schema`, recorded on the operation and
+// handed to its worker with the next step (`via: callback`, no sender); it ends a
+// wait for the signal. The same body delivered through the same URL again records
+// nothing and answers `202` with `Idempotent-Replayed: true`, so a webhook's
+// retries are safe; a different body is another delivery of the signal. The replay
+// is recognized before anything else is judged, so a retry of a recorded delivery
+// is answered `202` even after the URL has expired.
+//
+//   - `202` with the signal's name once the signal is recorded.
+//   - `400 invalid_input` when the data does not satisfy the signal's `schema`
+//     (`errors` point into the body, e.g. `/approved`) or is not a JSON object.
+//   - `404 not_found` for a token that is malformed or that this deployment did not
+//     make.
+//   - `410 callback_expired` when the operation has ended, is `cancelling` or is
+//     `outcome_unknown`, or a wait for the signal timed out: the URL will not work
+//     again.
+//   - `413 payload_too_large` and `415 unsupported_media_type` as for an admission.
+//
+// A refused delivery records nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/callbacks/{token} (the `DeliverCallback` operationId).
+func (c *ClientWithResponses) DeliverCallbackWithResponse(ctx context.Context, token CallbackTokenPath, body DeliverCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*DeliverCallbackResponse, error) {
+	rsp, err := c.DeliverCallback(ctx, token, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeliverCallbackResponse(rsp)
+}
+
 // ListOperationTypesWithResponse List the operation types
 //
 // Every operation type this API admits, sorted by name: exactly the types an
@@ -3649,6 +4218,202 @@ func (c *ClientWithResponses) SignalOperationWithResponse(ctx context.Context, o
 		return nil, err
 	}
 	return ParseSignalOperationResponse(rsp)
+}
+
+// ParseDeliverCallbackResponse parses an HTTP response from a DeliverCallbackWithResponse call
+func ParseDeliverCallbackResponse(rsp *http.Response) (*DeliverCallbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeliverCallbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest CallbackAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest CallbackInvalidData
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest CallbackNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest CallbackExpired
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers DeliverCallbackResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeliverCallbackResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeliverCallbackResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers DeliverCallbackResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 410:
+		var headers DeliverCallbackResponse410Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers410 = &headers
+	case rsp.StatusCode == 413:
+		var headers DeliverCallbackResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers DeliverCallbackResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeliverCallbackResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeliverCallbackResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseListOperationTypesResponse parses an HTTP response from a ListOperationTypesWithResponse call

@@ -21,9 +21,18 @@ var contractMethods = []string{
 	"GET /v1/operations/{operationId}",
 	"POST /v1/operations/{operationId}/cancel",
 	"POST /v1/operations/{operationId}/resolve",
+	"POST /v1/operations/{operationId}/signals/{signal}",
 	"GET /v1/operation-types",
 	"GET /v1/operation-types/{name}",
+	"POST /v1/callbacks/{token}",
 }
+
+// openMethods are the methods API Gateway does not authorize: a callback URL's, whose token
+// is its credential (the function checks it), and the ANY beside it (the function's 405).
+var openMethods = map[string]bool{"POST /v1/callbacks/{token}": true, "ANY /v1/callbacks/{token}": true}
+
+// keyed are the methods that must carry an Idempotency-Key, which API Gateway checks.
+var keyed = map[string]bool{"POST /v1/operations": true, "POST /v1/operations/{operationId}/signals/{signal}": true}
 
 // authorizations are the ways a stage authorizes its callers: IAM, Cognito with the pool
 // the stack creates, Cognito with an existing pool.
@@ -134,8 +143,10 @@ func (a restAPI) has(route string) bool {
 	return false
 }
 
-// No method is open: the contract's methods, the ANY beside them and the greedy catch-alls
-// all authorize the caller the stage's one way, and the API has no other methods.
+// No method is open but a callback URL's: the contract's methods, the ANY beside them and
+// the greedy catch-alls all authorize the caller the stage's one way, and the API has no
+// other methods. POST /v1/callbacks/{token} and the ANY beside it have no authorization and
+// no authorizer (the token is the credential); the greedy resource below them is authorized.
 func TestEveryMethodIsAuthorized(t *testing.T) {
 	for _, tc := range authorizations {
 		tpl := synthesize(t, tc.props)
@@ -150,10 +161,19 @@ func TestEveryMethodIsAuthorized(t *testing.T) {
 		if (authorizer != nil) != (tc.auth == "COGNITO_USER_POOLS") {
 			t.Fatalf("%s: authorizer %v", tc.auth, authorizer)
 		}
+		open := 0
 		for _, m := range api.methods {
-			if m.props["AuthorizationType"] != tc.auth || !reflect.DeepEqual(m.props["AuthorizerId"], authorizer) {
-				t.Errorf("%s: authorization %v by %v, want %s by %v", m.route(), m.props["AuthorizationType"], m.props["AuthorizerId"], tc.auth, authorizer)
+			want, by := tc.auth, authorizer
+			if openMethods[m.route()] {
+				want, by = "NONE", nil
+				open++
 			}
+			if m.props["AuthorizationType"] != want || !reflect.DeepEqual(m.props["AuthorizerId"], by) {
+				t.Errorf("%s: authorization %v by %v, want %s by %v", m.route(), m.props["AuthorizationType"], m.props["AuthorizerId"], want, by)
+			}
+		}
+		if open != len(openMethods) {
+			t.Errorf("%s: %d of the open methods %v", tc.auth, open, openMethods)
 		}
 		// What was checked is every method there is: the contract's and ANY on every resource.
 		want := append([]string(nil), contractMethods...)
@@ -173,8 +193,9 @@ func TestEveryMethodIsAuthorized(t *testing.T) {
 }
 
 // Every resource forwards the methods it does not define to the function (its 405 with
-// Allow), with the same authorization and the same Lambda proxy integration as the
-// contract's methods, and without the admission's validator.
+// Allow), with the same authorization (a callback URL's ANY is as open as its POST) and the
+// same Lambda proxy integration as the contract's methods, and without the admission's
+// validator.
 func TestEveryResourceForwardsAnyMethod(t *testing.T) {
 	for _, tc := range authorizations {
 		api := synthesize(t, tc.props).api(t)
@@ -205,7 +226,11 @@ func TestEveryResourceForwardsAnyMethod(t *testing.T) {
 				if m.path != p && m.id != reference.id {
 					continue
 				}
-				for _, key := range []string{"AuthorizationType", "AuthorizerId", "Integration"} {
+				keys := []string{"AuthorizationType", "AuthorizerId", "Integration"}
+				if m.path != p && openMethods["ANY "+p] {
+					keys = keys[2:] // an open ANY is authorized as the POST beside it is
+				}
+				for _, key := range keys {
 					if !reflect.DeepEqual(anyMethod.props[key], m.props[key]) {
 						t.Errorf("%s: ANY %s %s %v, %s has %v", tc.auth, p, key, anyMethod.props[key], m.route(), m.props[key])
 					}
@@ -245,7 +270,8 @@ func TestUnknownPathsReachTheFunction(t *testing.T) {
 		}
 	}
 	sort.Strings(proxies)
-	if want := []string{"/v1/operation-types/{name}/{proxy+}", "/v1/operations/{operationId}/cancel/{proxy+}", "/v1/operations/{operationId}/resolve/{proxy+}",
+	if want := []string{"/v1/callbacks/{token}/{proxy+}", "/v1/operation-types/{name}/{proxy+}", "/v1/operations/{operationId}/cancel/{proxy+}",
+		"/v1/operations/{operationId}/resolve/{proxy+}", "/v1/operations/{operationId}/signals/{signal}/{proxy+}",
 		"/v1/operations/{operationId}/{proxy+}", "/v1/{proxy+}", "/{proxy+}"}; !reflect.DeepEqual(proxies, want) {
 		t.Errorf("greedy resources %v, want %v", proxies, want)
 	}
@@ -265,6 +291,12 @@ func TestUnknownPathsReachTheFunction(t *testing.T) {
 		"/v1/operation-types":             "/v1/operation-types",
 		"/v1/operation-types/demo.task":   "/v1/operation-types/{name}",
 		"/v1/operation-types/a/b":         "/v1/operation-types/{name}/{proxy+}",
+		"/v1/operations/op_1/signals":     "/v1/operations/{operationId}/signals",
+		"/v1/operations/op_1/signals/go":  "/v1/operations/{operationId}/signals/{signal}",
+		"/v1/operations/op_1/signals/a/b": "/v1/operations/{operationId}/signals/{signal}/{proxy+}",
+		"/v1/callbacks":                   "/v1/callbacks",
+		"/v1/callbacks/tok.en":            "/v1/callbacks/{token}",
+		"/v1/callbacks/tok.en/more":       "/v1/callbacks/{token}/{proxy+}",
 	} {
 		got := api.resolve(path)
 		if got != want || !api.has("ANY "+got) {
@@ -273,27 +305,33 @@ func TestUnknownPathsReachTheFunction(t *testing.T) {
 	}
 }
 
-// Admission is the one method API Gateway checks itself: POST /v1/operations requires
-// Idempotency-Key. The explicit POST wins over ANY on its resource; nothing else requires
-// the header, so a DELETE there is the function's 405, not a 400.
+// Admission and a signal are the methods API Gateway checks itself: POST /v1/operations and
+// POST …/signals/{signal} require Idempotency-Key. The explicit POST wins over ANY on its
+// resource; nothing else requires the header, so a DELETE there is the function's 405, not a
+// 400 (and a callback URL takes no key: a third party's retry is recognized by its body).
 func TestAdmissionRequiresIdempotencyKey(t *testing.T) {
 	for _, tc := range authorizations {
 		tpl := synthesize(t, tc.props)
 		validators := tpl.of("AWS::ApiGateway::RequestValidator")
+		checked := 0
 		for _, m := range tpl.api(t).methods {
 			params, _ := m.props["RequestParameters"].(map[string]any)
 			ref, _ := m.props["RequestValidatorId"].(map[string]any)
-			if m.route() != "POST /v1/operations" {
+			if !keyed[m.route()] {
 				if params != nil || ref != nil {
 					t.Errorf("%s: %s validates %v with %v", tc.auth, m.route(), params, ref)
 				}
 				continue
 			}
 			validator, ok := validators[fmt.Sprint(ref["Ref"])]
+			checked++
 			if !reflect.DeepEqual(params, map[string]any{"method.request.header.Idempotency-Key": true}) ||
 				!ok || validator.Properties["ValidateRequestParameters"] != true {
-				t.Errorf("%s: admission must require Idempotency-Key: %v, validator %v", tc.auth, params, validator.Properties)
+				t.Errorf("%s: %s must require Idempotency-Key: %v, validator %v", tc.auth, m.route(), params, validator.Properties)
 			}
+		}
+		if checked != len(keyed) {
+			t.Errorf("%s: %d of the keyed methods %v", tc.auth, checked, keyed)
 		}
 	}
 }
@@ -390,5 +428,34 @@ func TestExecutionLogsAreErrorsOnlyWithoutBodies(t *testing.T) {
 	}
 	if !found {
 		t.Error("no execution log group")
+	}
+}
+
+// A callback URL is the stage's: the recorder writes it into step requests under
+// LONGRUN_CALLBACK_BASE, the stage's URL without its trailing slash (ApiUrl is …/<stage>/),
+// and only the recorder has it; the api function checks its token with the seal key
+// (LONGRUN_SEAL_SECRET, which it may read).
+func TestCallbackURLsAreTheStages(t *testing.T) {
+	for _, tc := range authorizations {
+		tpl := synthesize(t, tc.props)
+		restAPI, _ := only(t, "REST APIs", tpl.of("AWS::ApiGateway::RestApi"))
+		stage, _ := only(t, "stages", tpl.of("AWS::ApiGateway::Stage"))
+		secret, _ := only(t, "secrets", tpl.of("AWS::SecretsManager::Secret"))
+		want := "https://${" + restAPI + "}.execute-api.${AWS::Region}.${AWS::URLSuffix}/${" + stage + "}"
+		for id, fn := range tpl.of("AWS::Lambda::Function") {
+			name := fmt.Sprint(fn.Properties["FunctionName"])
+			env, _ := fn.Properties["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			base, ok := vars["LONGRUN_CALLBACK_BASE"]
+			if recorder := name == "longrun-dev-recorder"; ok != recorder || recorder && cfntest.Render(base) != want {
+				t.Errorf("%s: %s (%s) LONGRUN_CALLBACK_BASE = %v, want it on the recorder only, %s", tc.auth, name, id, base, want)
+			}
+			if name == "longrun-dev-api" && !reflect.DeepEqual(vars["LONGRUN_SEAL_SECRET"], map[string]any{"Ref": secret}) {
+				t.Errorf("%s: the api's LONGRUN_SEAL_SECRET = %v, want the seal secret %s", tc.auth, vars["LONGRUN_SEAL_SECRET"], secret)
+			}
+		}
+		if got := cfntest.Render(tpl.Outputs["ApiUrl"].Value); got != want+"/" {
+			t.Errorf("%s: ApiUrl %s, want the callback base and a slash", tc.auth, got)
+		}
 	}
 }

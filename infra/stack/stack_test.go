@@ -44,6 +44,7 @@ type resource struct {
 
 type template struct {
 	Resources map[string]resource
+	Outputs   map[string]struct{ Value any }
 	cdk       assertions.Template
 }
 
@@ -253,6 +254,10 @@ func leastPrivilege(t *testing.T, props stack.Props) {
 		{"Recorder", "lambda:InvokeFunction", true}, {"Api", "lambda:InvokeFunction", false},
 		{"Dispatcher", "lambda:InvokeFunction", false}, {"Reconciler", "lambda:InvokeFunction", false},
 		{"Notifier", "lambda:InvokeFunction", false}, {"WorkerDemoTask", "lambda:InvokeFunction", false},
+		// The seal key: the api checks callback URLs' tokens with it; the notifier and the
+		// workers never read it.
+		{"Api", "secretsmanager:GetSecretValue", true}, {"Recorder", "secretsmanager:GetSecretValue", true},
+		{"Notifier", "secretsmanager:GetSecretValue", false}, {"WorkerExportOrders", "secretsmanager:GetSecretValue", false},
 	} {
 		if has(c.fn, c.action) != c.want {
 			t.Errorf("%s: %s may %s: %v, want %v", props.Stage, c.fn, c.action, !c.want, c.want)
