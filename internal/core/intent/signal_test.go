@@ -211,7 +211,7 @@ func TestDecideSignal(t *testing.T) {
 		{name: "succeeded", state: operation.Succeeded, req: request(t, alice, "approval", `{"approved": true}`, "k1"), code: problem.AlreadyTerminal, detail: "already succeeded"},
 		{name: "failed", state: operation.Failed, req: request(t, alice, "approval", `{"approved": true}`, "k1"), code: problem.AlreadyTerminal},
 		{name: "canceled", state: operation.Canceled, req: request(t, alice, "approval", `{"approved": true}`, "k1"), code: problem.AlreadyTerminal},
-		{name: "canceled, through a callback", state: operation.Canceled, req: request(t, callback, "approval", `{"approved": true}`, "k1"), code: problem.AlreadyTerminal},
+		{name: "canceled, through a callback: the URL is gone", state: operation.Canceled, req: request(t, callback, "approval", `{"approved": true}`, "k1"), code: problem.CallbackExpired},
 		{name: "canceled, bad data", state: operation.Canceled, req: request(t, alice, "approval", `{"approved": "yes"}`, "k1"), code: problem.AlreadyTerminal},
 
 		// The data, last.
@@ -473,5 +473,44 @@ func TestCancelOfAnAwaitingOperationEndsItAtOnce(t *testing.T) {
 	svc := &intent.Service{Store: s, Now: func() time.Time { return t0.Add(2 * time.Minute) }}
 	if got, _, err := svc.Cancel(ctx, op.ID, "alice", everyone, nil); err != nil || got.State != operation.Cancelling {
 		t.Fatalf("a cancel during a delay: %s, %v", got.State, err)
+	}
+}
+
+// A callback URL lives as long as the work can hear its signal: while a wait for it runs
+// and before, not once the wait timed out (then or later, the step after it having heard
+// the timeout), and not once the operation ended. A principal's signal is no callback: it
+// is kept for the next step whatever became of the wait.
+func TestACallbackExpiresWithItsWait(t *testing.T) {
+	t.Parallel()
+	types := registry(t)
+	op := sigOp(t, operation.Running)
+	at := func(r intent.SignalRequest, d time.Duration) intent.SignalRequest { r.At = t0.Add(d); return r }
+	waiting, err := op.Apply(operation.Fact{Version: op.Version + 1, Kind: operation.KindProgress, At: t0, Source: operation.SourceExecutor,
+		Awaiting: &operation.Awaiting{Signal: "approval", Since: t0, Until: t0.Add(time.Minute), Step: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timedOut, err := waiting.Apply(operation.Fact{Version: waiting.Version + 1, Kind: operation.KindProgress, At: t0.Add(time.Minute),
+		Source: operation.SourceExecutor, Delivery: &operation.Delivery{Step: 2, Awaited: "approval", TimedOut: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := request(t, callback, "approval", `{"approved": true}`, "callback:h")
+	for _, c := range []struct {
+		name    string
+		op      operation.Operation
+		req     intent.SignalRequest
+		expired bool
+	}{
+		{"before any wait", op, at(cb, 0), false},
+		{"during the wait", waiting, at(cb, 30*time.Second), false},
+		{"at the wait's end", waiting, at(cb, time.Minute), true},
+		{"after the step that heard the timeout", timedOut, at(cb, 30*time.Second), true},
+		{"a principal after the timeout", timedOut, at(request(t, alice, "approval", `{"approved": true}`, "k"), 2*time.Minute), false},
+	} {
+		_, _, err := intent.DecideSignal(c.op, types, c.req)
+		if got := problem.CodeOf(err) == problem.CallbackExpired; got != c.expired || !c.expired && err != nil {
+			t.Errorf("%s: %v; want expired %v", c.name, err, c.expired)
+		}
 	}
 }
