@@ -46,7 +46,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
 NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost scale test unit later later-go e2e e2e-load e2e-rest stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost cost-signal scale test unit later later-go e2e e2e-load e2e-rest stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -96,6 +96,16 @@ run: deps ddb-install
 cost: deps ddb-install
 	$(GO) build -o $(CACHE)/bin/cost ./cmd/cost
 	$(CACHE)/bin/cost $(COSTFLAGS)
+
+# The signal mix (docs/cost.md, "Operations that wait for a signal"): every operation waits
+# once for a signal, which the client sends 1 s, 10 s and 60 s after the operation says it
+# awaits it (its timeout is a day), one run each on one stack; their counts side by side
+# (executions, transitions, facts, invocations, events), then each run's report, the last
+# line the last run's total. About 3 minutes. SIGNALCOSTFLAGS changes the runs.
+SIGNALCOSTFLAGS ?= -n 20 -concurrency 10 -wait 1s,10s,60s
+cost-signal: deps ddb-install
+	$(GO) build -o $(CACHE)/bin/cost ./cmd/cost
+	$(CACHE)/bin/cost -mix signal $(SIGNALCOSTFLAGS)
 
 # The scale model (docs/capacity.md): the local stack in its quota-faithful mode at AWS's
 # default quotas scaled 1:100, driven for 10 minutes at three times what it sustains, with
@@ -278,18 +288,29 @@ bench: deps ddb-install
 
 # What `bench` runs under its DynamoDB Local: every benchmark for BENCHTIME but the two under
 # conflicts, CONFLICTS and RACERS below (run alone, each package starts its own DynamoDB
-# Local). Those two run after it, each on a
+# Local), and SIGNAL (bench-signal, below). Those two run after it, each on a
 # fresh DynamoDB Local of its own (dynamotest.Main starts one when the endpoint is unset):
 # DynamoDB Local serves a table more slowly the more was written before it to tables of
 # longrun's schema, so behind the rest their figures would measure the emulator's history
-# (docs/performance.md). The racers' op is one trial: exactly RACER_TRIALS of them.
+# (docs/performance.md). The racers' op is one trial: exactly RACER_TRIALS of them. SIGNAL
+# runs last, for exactly SIGNAL_ROUNDS rounds, not BENCHTIME: percentiles want rounds.
 CONFLICTS    := ^BenchmarkAdmissionUnderConflicts$$
 RACERS       := ^BenchmarkIdenticalRacersUnderConflicts$$
 RACER_TRIALS ?= 1000
 bench-run:
-	$(GO) test -p 1 -run='^$$' -bench=. -skip='$(CONFLICTS)|$(RACERS)' -benchtime=$(BENCHTIME) ./internal/...
+	$(GO) test -p 1 -run='^$$' -bench=. -skip='$(CONFLICTS)|$(RACERS)|$(SIGNAL)' -benchtime=$(BENCHTIME) ./internal/...
 	env -u LONGRUN_DYNAMODB_ENDPOINT $(GO) test -run='^$$' -bench='$(CONFLICTS)' -benchtime=$(BENCHTIME) ./internal/service/httpapi
 	env -u LONGRUN_DYNAMODB_ENDPOINT $(GO) test -run='^$$' -bench='$(RACERS)' -benchtime=$(RACER_TRIALS)x ./internal/service/httpapi
+	$(MAKE) --no-print-directory bench-signal
+
+# From a signal's 202 to the step that waited for it starting, on the local stack (the e2e
+# suite's, behind the conflict proxy; docs/performance.md, "Signal to the next step"):
+# exactly SIGNAL_ROUNDS operations, one at a time, percentiles of the lot. About 2 minutes.
+# Its stack logs to .cache/logs/bench-signal-stack.log.
+SIGNAL        := ^BenchmarkSignalToNextStep$$
+SIGNAL_ROUNDS ?= 200
+bench-signal: deps ddb-install
+	LONGRUN_E2E_LOG=bench-signal $(GO) test -count=1 -run='^$$' -bench='$(SIGNAL)' -benchtime=$(SIGNAL_ROUNDS)x ./internal/e2e
 
 # Admission at concurrency 1 beside the Powertools idempotency peer, both against one
 # DynamoDB Local (bench/peer.sh prints the table). The peer is a read-only folder beside the
@@ -306,7 +327,7 @@ $(PEER_DIR)/node_modules/.package-lock.json: | tools-check
 	rm -rf $(PEER_DIR) && mkdir -p $(CACHE) && cp -R $(PEER_SRC) $(PEER_DIR) && chmod -R u+w $(PEER_DIR)
 	cd $(PEER_DIR) && npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm)
 
-.PHONY: bench-run bench-peer peer-install
+.PHONY: bench-run bench-signal bench-peer peer-install
 
 # Release build: every package compiles and links, and every function for linux/$(ARCH)
 # (-tags lambda.norpc, trimmed, stripped) is zipped into dist/<function>.zip for CDK (`make

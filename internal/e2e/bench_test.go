@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"sort"
 	"sync"
@@ -92,4 +93,73 @@ func BenchmarkDispatchThroughput(b *testing.B) {
 	}
 	sort.Float64s(rates)
 	b.ReportMetric(rates[len(rates)/2], "dispatched/s")
+}
+
+// BenchmarkSignalToNextStep measures how soon a signal starts the step that waits for it:
+// demo.task with "await": "approval" on the local stack, one operation at a time. Each
+// round admits one, waits until its representation says it awaits the approval (the
+// execution has ended: nothing runs), sends the signal a random 0–250 ms later, and polls
+// every 10 ms until the operation ends. The random delay makes the signal meet the stream
+// poller anywhere in its cycle, as a signal from the world does: without it each round
+// would reach the poller at the same point of its cycle (every round's timing follows
+// from the poller's own reads of the round's earlier records), and the figures would
+// measure that point. The step is taken to start at the first executor fact after the signaled
+// fact: the fact with which the woken execution's Run takes the step's lease, written just
+// before it invokes the worker. "answer" spans from the moment the signal's 202 reached the
+// client to that fact; "fact" from the signaled fact to it (both facts' own clocks). The
+// reconciler is held for the benchmark, so the dispatcher always wakes the work, as it does
+// on AWS, where the reconciler comes every minute.
+func BenchmarkSignalToNextStep(b *testing.B) {
+	c := alice(b)
+	stack.Pause("reconciler")
+	defer stack.Resume("reconciler")
+	var answer, fact []time.Duration
+	for i := 0; i < b.N; i++ {
+		id := c.admit(fmt.Sprintf(`{"type":"demo.task","input":{"target":"bench-signal-%d-%d","await":"approval"}}`, time.Now().UnixNano(), i))
+		c.awaiting(id, 30*time.Second)
+		time.Sleep(rand.N(250 * time.Millisecond))
+		r := c.signal(id, "approval", newKey(), "", `{"approved": true, "by": "bench"}`)
+		answered := time.Now()
+		if r.status != http.StatusAccepted {
+			b.Fatalf("signal: %d %s", r.status, r.body)
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			r := c.do(http.MethodGet, "/v1/operations/"+id, "", "")
+			if r.json["terminal"] == true {
+				if r.json["state"] != "succeeded" {
+					b.Fatalf("%s: %s", id, r.body)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%s did not end within 30 s of its signal: %s", id, r.body)
+			}
+		}
+		fs, err := store().Facts(context.Background(), id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var signaled, step *operation.Fact
+		for k := range fs {
+			switch {
+			case signaled == nil && fs[k].Kind == operation.KindSignaled:
+				signaled = &fs[k]
+			case signaled != nil && fs[k].Source == operation.SourceExecutor:
+				step = &fs[k]
+			}
+			if step != nil {
+				break
+			}
+		}
+		if signaled == nil || step == nil || step.Lease == nil {
+			b.Fatalf("%s: no signaled fact, or no executor fact taking the step's lease after it: %+v", id, fs)
+		}
+		answer = append(answer, step.At.Sub(answered))
+		fact = append(fact, step.At.Sub(signaled.At))
+	}
+	b.ReportMetric(percentile(answer, 0.5), "answer-p50-ms")
+	b.ReportMetric(percentile(answer, 0.9), "answer-p90-ms")
+	b.ReportMetric(percentile(answer, 0.99), "answer-p99-ms")
+	b.ReportMetric(percentile(fact, 0.5), "fact-p50-ms")
+	b.ReportMetric(percentile(fact, 0.99), "fact-p99-ms")
 }

@@ -148,18 +148,23 @@ func CancelBudget(stepTimeout time.Duration) time.Duration {
 
 // What the recorder's Run answers (its decision's next) and where the operation goes on:
 // Done and Unrecorded end it; Continue goes on in a new execution of the type's state
-// machine, Wait in one of its resume state machine.
+// machine, Wait in one of its resume state machine. Await ends the execution with nothing
+// running: the work goes on, when its signal comes or its timeout passes, in a new execution
+// of the type's state machine (recorder.Wake), or never (a cancel during the wait).
 const (
 	Continue = "continue"
 	Wait     = "wait"
+	Await    = "await"
 )
 
 // Path is the states an operation's executions enter when the recorder's Run answers, in
-// turn, decisions ("continue", "wait", then "done" or "unrecorded" last): the Standard state
-// transitions it is billed for, retries aside. It follows the templates themselves (StartAt
-// and the Next fields: Template for the first execution and after a continue,
-// ResumeTemplate after a wait), so a change of the workflow's shape changes the figures in
-// docs/performance.md and the cost model with it.
+// turn, decisions ("continue", "wait", "await", then "done" or "unrecorded" last; an
+// operation may also end while it awaits a signal, its last decision "await"): the Standard
+// state transitions it is billed for, retries aside. It follows the templates themselves
+// (StartAt and the Next fields: Template for the first execution and after a continue or an
+// await, ResumeTemplate after a wait), so a change of the workflow's shape changes the
+// figures in docs/performance.md and the cost model with it. However long a wait for a
+// signal lasts, no state is entered while it waits.
 func Path(decisions ...string) ([]string, error) {
 	type machine struct {
 		StartAt string
@@ -205,6 +210,11 @@ func Path(decisions ...string) ([]string, error) {
 			m = run
 		case Wait:
 			m = resume
+		case Await:
+			if len(decisions) == 0 { // canceled while it waited, or waiting still
+				return path, nil
+			}
+			m = run
 		default: // done, unrecorded: the operation's last execution ended
 			if len(decisions) > 0 {
 				return path, fmt.Errorf("stepfunctions: the execution ended with decisions %v left", decisions)

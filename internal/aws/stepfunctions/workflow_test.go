@@ -179,6 +179,18 @@ func TestPathFigures(t *testing.T) {
 	if p, err := Path("wait", "unrecorded"); err != nil || strings.Join(p, " ") != "Run Pause Run" {
 		t.Fatalf("unrecorded after a wait: %v %v", p, err)
 	}
+	// A wait for a signal ends the execution and enters no state while it lasts: the work
+	// goes on in a new execution of the type's own state machine (one Run), however long
+	// it waited. An operation canceled while it waits ends with the await.
+	if p, err := Path("await", "done"); err != nil || strings.Join(p, " ") != "Run Run" {
+		t.Fatalf("a wait for a signal: %v %v", p, err)
+	}
+	if p, err := Path("await", "await", "done"); err != nil || strings.Join(p, " ") != "Run Run Run" {
+		t.Fatalf("two waits for a signal: %v %v", p, err)
+	}
+	if p, err := Path("await"); err != nil || strings.Join(p, " ") != "Run" {
+		t.Fatalf("canceled while it awaits a signal: %v %v", p, err)
+	}
 	if _, err := Path("continue"); err == nil {
 		t.Fatal("a path without an end must be an error")
 	}

@@ -28,6 +28,9 @@ type Trace struct {
 	SQS         []SQSCall        `json:"sqs"`
 	LogBytes    map[string]int64 `json:"logBytes"` // by function, prefix stripped
 	LogLines    map[string]int64 `json:"logLines"`
+	// Executions counts the Step Functions executions started (free: only their
+	// transitions are billed).
+	Executions int `json:"executions"`
 }
 
 // Workflow is what the model needs of the state machine.
@@ -157,6 +160,7 @@ type Units struct {
 	GBSeconds   float64 `json:"gbSeconds"`
 	Transitions float64 `json:"transitions"` // state transitions, retries included
 	Retries     float64 `json:"retries"`     // of which retries
+	Executions  float64 `json:"executions"`  // Step Functions executions started
 	WRU         float64 `json:"wru"`         // the table's write request units
 	IndexWRU    float64 `json:"indexWru"`    // its indexes'
 	RRU         float64 `json:"rru"`
@@ -312,6 +316,7 @@ func (m Model) Compute(tr Trace) (Report, error) {
 		r.Notes = append(r.Notes, err.Error())
 	}
 	u.Transitions, u.Retries = float64(transitions+retries)/n, float64(retries)/n
+	u.Executions = float64(tr.Executions) / n
 
 	// DynamoDB.
 	d := tr.DynamoDB.Usage

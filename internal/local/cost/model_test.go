@@ -198,6 +198,27 @@ func TestTransitionsNoteWhatTheyCannotFollow(t *testing.T) {
 	}
 }
 
+// A wait for a signal ends the execution: the Run that asked for it, then the Run of the
+// execution the signal started, whatever came between.
+func TestTransitionsOfAWaitForASignal(t *testing.T) {
+	m, err := DefaultModel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	r, err := m.Compute(Trace{Operations: 1, Executions: 2, Invocations: []Invocation{
+		{Function: "recorder", OperationID: "op_1", Next: "await", Start: at, Duration: time.Millisecond},
+		{Function: "dispatcher", Start: at.Add(24 * time.Hour), Duration: time.Millisecond},
+		{Function: "recorder", OperationID: "op_1", Next: "done", Start: at.Add(24 * time.Hour), Duration: time.Millisecond},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := r.PerOperation; u.Transitions != 2 || u.Executions != 2 || len(r.Notes) != 0 {
+		t.Fatalf("%v transitions in %v executions, notes %v", u.Transitions, u.Executions, r.Notes)
+	}
+}
+
 func TestRetryPolicy(t *testing.T) {
 	// The shape before #14: the recorder and the worker are both Tasks.
 	two := `{"StartAt":"Gate","States":{

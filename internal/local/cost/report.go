@@ -35,7 +35,7 @@ func (r Report) Write(w io.Writer) error {
 		}
 		sub(f.Name, fmt.Sprintf("%.2f × %d MB, %.1f ms priced each, %.4f GB-s ($%.2f)", f.Invocations, f.MemoryMB, f.BilledMs/f.Invocations, f.GBSeconds, f.USD))
 	}
-	row("Step Functions", fmt.Sprintf("%.2f Standard transitions (%.2f of them retries)", u.Transitions, u.Retries), p.StepFunctions)
+	row("Step Functions", fmt.Sprintf("%.2f Standard transitions (%.2f of them retries) in %.2f executions", u.Transitions, u.Retries, u.Executions), p.StepFunctions)
 	row("DynamoDB", fmt.Sprintf("%.2f WRU (%.2f table, %.2f indexes), %.2f RRU", u.WRU+u.IndexWRU, u.WRU, u.IndexWRU, u.RRU), p.DynamoDB)
 	for _, op := range slices.Sorted(maps.Keys(r.ByCall)) {
 		c := r.ByCall[op]

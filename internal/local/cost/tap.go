@@ -54,6 +54,7 @@ type Tap struct {
 	invocations []Invocation
 	events      []int // sizes of the EventBridge entries published
 	sqs         []SQSCall
+	executions  int       // Step Functions executions started (StartExecution answered 200)
 	last        time.Time // the last thing seen
 }
 
@@ -86,6 +87,8 @@ func (t *Tap) Wrap(edge http.Handler, dynamoURL string) http.Handler {
 			t.putEvents(edge, w, r)
 		case strings.HasPrefix(target, "AmazonSQS."):
 			t.sqsCall(edge, w, r, strings.TrimPrefix(target, "AmazonSQS."))
+		case target == "AWSStepFunctions.StartExecution":
+			t.startExecution(edge, w, r)
 		default:
 			if fn, ok := quotas.InvokedFunction(r); ok {
 				t.invoke(edge, w, r, fn)
@@ -113,7 +116,7 @@ func (t *Tap) Idle() time.Duration {
 func (t *Tap) Reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.invocations, t.events, t.sqs = nil, nil, nil
+	t.invocations, t.events, t.sqs, t.executions = nil, nil, nil, 0
 	if t.ddb != nil {
 		t.ddb.Reset()
 	}
@@ -127,6 +130,26 @@ func (t *Tap) Snapshot() (invocations []Invocation, events []int, sqs []SQSCall,
 		ddb = t.ddb.Totals()
 	}
 	return slices.Clone(t.invocations), slices.Clone(t.events), slices.Clone(t.sqs), ddb
+}
+
+// Executions is how many Step Functions executions were started since the last Reset: the
+// StartExecution calls answered 200 (a start by a name already started is refused, and
+// starts nothing).
+func (t *Tap) Executions() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.executions
+}
+
+func (t *Tap) startExecution(edge http.Handler, w http.ResponseWriter, r *http.Request) {
+	c := &capture{ResponseWriter: w}
+	edge.ServeHTTP(c, r)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c.status == http.StatusOK {
+		t.executions++
+	}
+	t.last = t.now()
 }
 
 // capture passes a response on and keeps its status and (the start of) its body.

@@ -60,6 +60,12 @@ func fakeEdge(t *testing.T) http.Handler {
 			io.WriteString(w, `{"FailedEntryCount":1,"Entries":[{"EventId":"1"},{"ErrorCode":"InternalFailure"},{"EventId":"3"}]}`)
 		case strings.HasPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS."):
 			io.WriteString(w, `{}`)
+		case r.Header.Get("X-Amz-Target") == "AWSStepFunctions.StartExecution":
+			if bytes.Contains(body, []byte("again")) {
+				http.Error(w, `{"__type":"ExecutionAlreadyExists"}`, http.StatusBadRequest)
+				return
+			}
+			io.WriteString(w, `{"executionArn":"arn"}`)
 		case strings.Contains(r.URL.Path, "/functions/recorder/"):
 			if bytes.Contains(body, []byte("fail")) {
 				w.Header().Set("X-Amz-Function-Error", "Unhandled")
@@ -104,6 +110,9 @@ func TestTapRecords(t *testing.T) {
 	post("/", "AmazonSQS.SendMessage", `{"QueueUrl":"http://127.0.0.1:4566/000000000000/longrun-dispatcher-dlq","MessageBody":"hello","MessageAttributes":{"a":{"DataType":"String","StringValue":"b"}}}`)
 	post("/", "AmazonSQS.SendMessageBatch", `{"QueueUrl":"http://h/1/q","Entries":[{"MessageBody":"ab"},{"MessageBody":"cde"}]}`)
 	post("/other", "", `{}`)
+	post("/", "AWSStepFunctions.StartExecution", `{"name":"op_1"}`)
+	post("/", "AWSStepFunctions.StartExecution", `{"name":"op_1-1"}`)
+	post("/", "AWSStepFunctions.StartExecution", `{"name":"op_1-1","again":true}`) // refused: starts nothing
 
 	invs, events, sqs, _ := tap.Snapshot()
 	if len(invs) != 4 {
@@ -130,8 +139,11 @@ func TestTapRecords(t *testing.T) {
 		sqs[1] != (SQSCall{Action: "SendMessageBatch", Queue: "q", Messages: 2, Bytes: 5}) {
 		t.Errorf("sqs %+v", sqs)
 	}
+	if n := tap.Executions(); n != 2 {
+		t.Errorf("%d executions started, want 2", n)
+	}
 	tap.Reset()
-	if invs, events, sqs, _ := tap.Snapshot(); len(invs)+len(events)+len(sqs) != 0 {
+	if invs, events, sqs, _ := tap.Snapshot(); len(invs)+len(events)+len(sqs)+tap.Executions() != 0 {
 		t.Fatal("Reset kept records")
 	}
 }
