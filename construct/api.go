@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigateway"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsxray"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/longrun-dev/longrun/internal/aws/sizing"
@@ -166,6 +168,9 @@ func (b *builder) restAPI() awsapigateway.RestApi {
 		CloudWatchRole:              jsii.Bool(props.APIGatewayCloudWatchRole),
 		CloudWatchRoleRemovalPolicy: roleRemoval,
 	})
+	if b.trace.active {
+		callbackSampling(scope, api, props.Stage)
+	}
 	// API Gateway writes execution logs to a group of its own naming, which it would create
 	// without a retention: created here first, kept as long as the access log.
 	executionLogs := awslogs.NewLogGroup(scope, jsii.String("ApiExecutionLogs"), &awslogs.LogGroupProps{
@@ -289,4 +294,22 @@ func (b *builder) restAPI() awsapigateway.RestApi {
 		})
 	}
 	return api
+}
+
+// callbackSampling keeps callback requests out of X-Ray: API Gateway's segment of a request
+// records its URL, and a callback URL's token is a credential (docs/security.md, "Callback
+// URLs"). The rule, the stage's alone (its ARN), samples none of them, ahead of the
+// account's default rule; the account's other rules are not touched.
+func callbackSampling(scope constructs.Construct, api awsapigateway.RestApi, stage string) {
+	awsxray.NewCfnSamplingRule(scope, jsii.String("CallbackSampling"), &awsxray.CfnSamplingRuleProps{
+		SamplingRule: &awsxray.CfnSamplingRule_SamplingRuleProperty{
+			RuleName: awscdk.Names_UniqueResourceName(scope, &awscdk.UniqueResourceNameOptions{MaxLength: jsii.Number(32)}),
+			Priority: jsii.Number(100), FixedRate: jsii.Number(0), ReservoirSize: jsii.Number(0), Version: jsii.Number(1),
+			ServiceName: jsii.String("*"), ServiceType: jsii.String("AWS::ApiGateway::Stage"), Host: jsii.String("*"),
+			HttpMethod: jsii.String("*"), UrlPath: jsii.String("*/v1/callbacks/*"),
+			ResourceArn: awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("arn:"), awscdk.Aws_PARTITION(),
+				jsii.String(":apigateway:"), awscdk.Aws_REGION(), jsii.String("::/restapis/"), api.RestApiId(),
+				jsii.String("/stages/" + stage)}),
+		},
+	})
 }

@@ -500,6 +500,19 @@ func TestTracingSettings(t *testing.T) {
 			if enabled != tc.enabled || (stage.Properties["TracingEnabled"] == true) != tc.enabled {
 				t.Errorf("workflow tracing %v, stage %v, want %v", sm.Properties["TracingConfiguration"], stage.Properties["TracingEnabled"], tc.enabled)
 			}
+			// Callback requests are never traced: API Gateway's segment records the URL,
+			// token included.
+			rules := tpl.of("AWS::XRay::SamplingRule")
+			if tc.enabled {
+				_, rule := tpl.only(t, "AWS::XRay::SamplingRule")
+				r, _ := rule.Properties["SamplingRule"].(map[string]any)
+				if r["URLPath"] != "*/v1/callbacks/*" || r["FixedRate"] != 0.0 || r["ReservoirSize"] != 0.0 ||
+					r["ServiceType"] != "AWS::ApiGateway::Stage" || !strings.Contains(fmt.Sprint(r["ResourceARN"]), "/stages/dev") {
+					t.Errorf("the callbacks' sampling rule: %v", r)
+				}
+			} else if len(rules) != 0 {
+				t.Errorf("a sampling rule with tracing off: %v", rules)
+			}
 			if !tc.enabled {
 				for id, p := range tpl.of("AWS::IAM::Policy") {
 					if strings.Contains(fmt.Sprint(p.Properties["PolicyDocument"]), "xray:") {
