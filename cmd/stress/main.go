@@ -26,18 +26,19 @@ import (
 
 // suites are the concurrency tests, by package: the racers, quotas and appends under
 // DynamoDB's transaction conflicts and on a slow store, the recorder's and the reconciler's
-// races, and the whole e2e suite.
+// races (signals' among them: a signal racing a wait, a cancel, another signal, a timeout,
+// a callback's replay), and the whole e2e suite.
 var suites = []suite{
 	{pkg: "./internal/aws/dynamo", race: true,
 		run: "UnderConflicts|SlowStore|SlowTransaction|GivesUp|TakenOnceInOrder|WritesEverythingOnce|CallerQuota|QuotaWeight"},
 	{pkg: "./internal/service/httpapi", race: true,
 		run: "UnderConflicts|OnASlowStore|Concurrent|QuotaExceeded|TargetBusyAndQuota|ConflictIsRetried|CountsConflicts"},
 	{pkg: "./internal/service/recorder", race: true,
-		run: "Racing|Twice|HandBacks|AnswersOnce|SlowSteps"},
+		run: "Racing|Twice|HandBacks|AnswersOnce|SlowSteps|WakeTheWaitOnce|DeliveredOnce"},
 	{pkg: "./internal/service/reconcile", race: true,
 		run: "Drains|DispatchedOnce|CancelDuringAWait"},
 	{pkg: "./internal/service/dispatch", race: true,
-		run: "Racing|Once"},
+		run: "Racing|Once|AwaitedSignalWakes"},
 	// The whole e2e suite: its concurrency tests, and every test that runs in parallel
 	// with the others (main_test.go), since a stack shared under load is a race of its own.
 	{pkg: "./internal/e2e", parallel: 8, run: "."},
