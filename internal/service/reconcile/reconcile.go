@@ -611,22 +611,14 @@ func (r *run) wake(ctx context.Context, op operation.Operation, workflow string)
 	if !op.AwaitAnswered() && r.Now().Before(op.Awaiting.Until) {
 		return result{action: "rescheduled"}, r.Store.Reschedule(ctx, op.ID, op.Version, op.Awaiting.Until, 0)
 	}
-	next, input, err := recorder.Wake(r.Seals, op, workflow)
+	next, err := recorder.WakeInput(op)
 	if err != nil {
 		return result{}, err
 	}
-	ok, err := r.call(ctx, callStart, r.Starts, func() error {
-		_, _, err := r.Executions.Continue(ctx, next, input)
-		return err
-	})
-	if err != nil || !ok {
-		return result{action: actionDeferred}, err
-	}
-	r.Log.InfoContext(ctx, "woken", "operation_id", op.ID, "execution", next.Name, "timed_out", !op.AwaitAnswered())
-	if err := r.Store.Reschedule(ctx, op.ID, op.Version, r.Now().Add(r.Leases.Check), 0); err != nil {
-		return result{}, err
-	}
-	return result{action: "continued"}, nil
+	r.Log.InfoContext(ctx, "waking", "operation_id", op.ID, "continuation", next.Continuation, "timed_out", !op.AwaitAnswered())
+	// As any execution that carries the work on: the dispatcher's start of the same name may
+	// have ended before its Run named it (throttled), and then the work goes on after it.
+	return r.carryOn(ctx, op, workflow, next, false)
 }
 
 // maxHops bounds how far one look follows a chain of executions that ended unnamed.

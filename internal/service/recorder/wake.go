@@ -20,17 +20,27 @@ var ErrNotAwaiting = errors.New("recorder: the operation waits for no signal")
 // gives that step the signals and says what the wait came to. workflow is the type's
 // worker.
 func Wake(s *seal.Sealer, op operation.Operation, workflow string) (NextExecution, []byte, error) {
-	if !op.Awaits() {
-		return NextExecution{}, nil, fmt.Errorf("%w: %s is %s", ErrNotAwaiting, op.ID, op.State)
-	}
-	k := max(continuationOf(op.ID, op.ExecutionName()), 0) + 1
-	next := NextExecution{Workflow: workflow, Name: fmt.Sprintf("%s-%d", op.ID, k)}
-	in, err := SealInput(s, Input{OperationID: op.ID, CorrelationID: op.CorrelationID, Continuation: k,
-		Gate: &Gate{Decision: &Decision{Next: NextAwait,
-			Request: &step.Request{OperationID: op.ID, Step: op.Awaiting.Step + 1, State: op.Awaiting.State}}}})
+	in, err := WakeInput(op)
 	if err != nil {
+		return NextExecution{}, nil, err
+	}
+	next := NextExecution{Workflow: workflow, Name: fmt.Sprintf("%s-%d", op.ID, in.Continuation)}
+	if in, err = SealInput(s, in); err != nil {
 		return NextExecution{}, nil, err
 	}
 	payload, err := marshal(in)
 	return next, payload, err
+}
+
+// WakeInput is the input of Wake's execution, unsealed: the reconciler carries it on as it
+// carries on any execution, following one that ended before it named itself (its Run
+// throttled) to the next.
+func WakeInput(op operation.Operation) (Input, error) {
+	if !op.Awaits() {
+		return Input{}, fmt.Errorf("%w: %s is %s", ErrNotAwaiting, op.ID, op.State)
+	}
+	k := max(continuationOf(op.ID, op.ExecutionName()), 0) + 1
+	return Input{OperationID: op.ID, CorrelationID: op.CorrelationID, Continuation: k,
+		Gate: &Gate{Decision: &Decision{Next: NextAwait,
+			Request: &step.Request{OperationID: op.ID, Step: op.Awaiting.Step + 1, State: op.Awaiting.State}}}}, nil
 }
