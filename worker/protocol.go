@@ -77,6 +77,9 @@ type Request struct {
 	// Step is the number of this step, from 1; MaxSteps is the most the type allows.
 	Step     int `json:"step"`
 	MaxSteps int `json:"maxSteps"`
+	// Attempt is the how-manieth run of this step: absent (0) on its first, 2 and up when an
+	// operator had it run again after its outcome was unknown ([Step.Attempt]).
+	Attempt int `json:"attempt,omitempty"`
 	// State is what the previous step's report carried; absent on step 1 or when none was.
 	State json.RawMessage `json:"state,omitempty"`
 	// Deadline is the operation's deadline, after which longrun starts no further step. It
@@ -197,6 +200,12 @@ type Step struct {
 	// Number is the step's number, from 1; MaxSteps is the most the type allows.
 	Number   int
 	MaxSteps int
+	// Attempt is the how-manieth run of this step, from 1. It is 2 or more when the step's
+	// outcome was unknown (it failed, timed out or lost its result after it may have acted)
+	// and an operator, having found that it did not take effect, had it run again. The step
+	// keeps its identity, (OperationID, Number), so whatever deduplicates on it downstream
+	// still sees one request.
+	Attempt int
 	// Deadline is the operation's: longrun starts no step after it.
 	Deadline time.Time
 	// StepTimeout is how long this invocation may run (its context ends then too).
@@ -224,6 +233,7 @@ func (r Request) step() Step {
 		Version:       r.Version,
 		Number:        r.Step,
 		MaxSteps:      r.MaxSteps,
+		Attempt:       max(r.Attempt, 1),
 		Deadline:      r.Deadline,
 		StepTimeout:   time.Duration(r.StepTimeoutSeconds) * time.Second,
 		CorrelationID: r.CorrelationID,

@@ -83,6 +83,10 @@ func snapshotOf(op operation.Operation, admitted bool) (v types.AttributeValue, 
 		// Signals and waits for them are folded from the facts: an operation that uses
 		// them has a handful more, and their data is no cost to every append.
 		return nil, false
+	case op.Retryable != nil || op.Retried != nil:
+		// So are retries, which only an unknown outcome brings: rare, and the state they
+		// keep is the worker's.
+		return nil, false
 	}
 	m := map[string]types.AttributeValue{snapVersion: num(int64(op.Version)), snapUpdated: timeValue(op.UpdatedAt)}
 	switch {

@@ -155,6 +155,12 @@ func (h *history) fact(k operation.Kind) operation.Fact {
 		f.Progress = h.progress()
 	case operation.KindFailed, operation.KindOutcomeUnknown:
 		f.Problem, f.Progress, f.Reason = h.problem(), h.progress(), pick(r, "", "operator resolved")
+		if k == operation.KindOutcomeUnknown && r.IntN(2) == 0 { // the step to retry, which the snapshot leaves to the facts
+			f.Retry = &operation.Retry{Step: 2, Attempt: 1, State: json.RawMessage(`{"n":2}`)}
+		}
+	case operation.KindRetried:
+		f.Source, f.Actor, f.Reason = operation.SourceOperator, "longrun/ops", "not applied"
+		f.Retry = &operation.Retry{Step: 2, Attempt: 2, State: json.RawMessage(`{"n":2}`)}
 	}
 	if f.Source == operation.SourceExecutor && f.Lease == nil && f.WaitingUntil == nil && r.IntN(2) == 0 {
 		f.Lease = h.lease(at)
@@ -165,7 +171,8 @@ func (h *history) fact(k operation.Kind) operation.Fact {
 // laterKinds are the kinds of facts that may follow the accepted one.
 func laterKinds() []operation.Kind {
 	return []operation.Kind{operation.KindDispatched, operation.KindStarted, operation.KindCancelRequested, operation.KindProgress,
-		operation.KindSucceeded, operation.KindFailed, operation.KindCanceled, operation.KindOutcomeUnknown, operation.KindSignaled}
+		operation.KindSucceeded, operation.KindFailed, operation.KindCanceled, operation.KindOutcomeUnknown, operation.KindSignaled,
+		operation.KindRetried}
 }
 
 // appendOf is the next append: one to three facts, each legal after the one before, none
@@ -177,7 +184,7 @@ func (h *history) appendOf(s operation.State) []operation.Fact {
 		for _, k := range laterKinds() {
 			if _, err := operation.Next(s, k); err == nil {
 				legal = append(legal, k)
-				if k == operation.KindProgress {
+				if k == operation.KindProgress || k == operation.KindRetried { // retried: so that every seed has some
 					legal = append(legal, k, k, k)
 				}
 			}
@@ -294,7 +301,7 @@ func TestLoadEqualsTheFoldOfTheFacts(t *testing.T) {
 				}
 				// A lease's callback stays in the fact that took it (LeaseVersion): Load
 				// leaves it out, and Callback reads it from there.
-				folded := len(want.Signals) > 0 || want.Awaiting != nil || want.Delivery != nil
+				folded := len(want.Signals) > 0 || want.Awaiting != nil || want.Delivery != nil || want.Retryable != nil || want.Retried != nil
 				if want.LeaseVersion > 0 && !folded { // a fold of the facts keeps the callback
 					cb, err := store.Callback(ctx, id, want.LeaseVersion)
 					if err != nil || cb != want.Lease.Callback {
@@ -376,7 +383,7 @@ func TestSnapshotKnowsEveryFieldOfTheFold(t *testing.T) {
 		"Progress", "Result", "Problem", "Execution", "Lease", "Leased", "LeaseVersion", "WaitingUntil",
 		// Not in the snapshot: an operation with any of these is folded from its facts
 		// (snapshotOf declines), which TestLoadEqualsTheFoldOfTheFacts covers.
-		"Signals", "Awaiting", "Delivery", "TimedOut"}
+		"Signals", "Awaiting", "Delivery", "TimedOut", "Retryable", "Retried", "Retrying"}
 	if !slices.Equal(names, known) {
 		t.Fatalf("the fold's fields are\n%v\nthe snapshot knows\n%v", names, known)
 	}

@@ -26,17 +26,18 @@ func StreamFact(rec events.DynamoDBEventRecord) (id string, kind operation.Kind,
 	return id, operation.Kind(k.String()), ok
 }
 
-// OutboxOperation returns the id of an operation whose accepted or signaled fact a record
-// inserts: the dispatcher starts the work of the one, and wakes work that waits for the
-// other.
+// OutboxOperation returns the id of an operation whose accepted, signaled or retried fact a
+// record inserts: the dispatcher starts the work of the first, wakes work that waits for
+// the second, and starts the step an operator had run again for the third.
 func OutboxOperation(rec events.DynamoDBEventRecord) (string, bool) {
 	id, kind, ok := StreamFact(rec)
-	return id, ok && (kind == operation.KindAccepted || kind == operation.KindSignaled)
+	return id, ok && (kind == operation.KindAccepted || kind == operation.KindSignaled || kind == operation.KindRetried)
 }
 
 // OutboxFilter is the event source mapping's filter pattern for the dispatcher: inserted
-// accepted and signaled facts only, so the function is not invoked for anything else.
-const OutboxFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["accepted","signaled"]},"sk":{"S":[{"prefix":"FACT#"}]}}}}`
+// accepted, signaled and retried facts only, so the function is not invoked for anything
+// else.
+const OutboxFilter = `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["accepted","signaled","retried"]},"sk":{"S":[{"prefix":"FACT#"}]}}}}`
 
 // ProjectionFilter matches inserts and updates of operations' projections: each is one
 // committed state change (the notifier's mapping).

@@ -17,6 +17,9 @@ import (
 type Service struct {
 	Store facts.Store
 	Now   func() time.Time
+	// Leases give the deadline of operations admitted before types had one (zero: the
+	// defaults).
+	Leases operation.Leases
 }
 
 // Visible decides whether the caller may see an operation; an invisible one is answered as
@@ -60,9 +63,10 @@ func (s *Service) cancel(op operation.Operation, actor string, visible Visible, 
 	case op.State == operation.OutcomeUnknown:
 		return nil, false, problem.New(problem.AlreadyTerminal, "The operation's work has ended with an unknown outcome; it awaits an operator, and there is nothing left to stop.").
 			WithOperation(op.ID)
-	case op.State == operation.Accepted || op.Awaits():
-		// Nothing started, or the work waits for a signal with no step in flight and no
-		// execution running: the intent and its result are one decision.
+	case op.State == operation.Accepted || op.Awaits() || op.Retrying != nil:
+		// Nothing started, or the work waits for a signal, or for the execution that runs
+		// a retried step to take it up, with no step in flight: the intent and its result
+		// are one decision (that execution then finds the operation over and does nothing).
 		return []operation.Fact{request, {Kind: operation.KindCanceled, At: now, Source: operation.SourceClient, Actor: actor}}, false, nil
 	default:
 		return []operation.Fact{request}, false, nil
@@ -80,26 +84,72 @@ func contains(versions []int, v int) bool {
 
 // Resolution is an operator's settlement of an unknown outcome.
 type Resolution struct {
-	Outcome operation.Kind // KindSucceeded or KindFailed
+	// Outcome is KindSucceeded, KindFailed, or KindRetried: the step whose outcome was
+	// unknown runs again (DecideResolve).
+	Outcome operation.Kind
 	Reason  string
 	Result  json.RawMessage    // with KindSucceeded
 	Problem *operation.Problem // with KindFailed
+	// IfMatch, when not empty, is the versions the operator last saw; any other current
+	// version is version_mismatch. Empty but not nil is If-Match: * (any version). A retry
+	// requires one (the API refuses one without).
+	IfMatch []int
 }
 
-// Resolve records an operator's resolution of an outcome_unknown operation. Any other state
-// is already_terminal: only an unknown outcome needs an operator's word.
+// Resolve records an operator's resolution of an outcome_unknown operation (DecideResolve).
 func (s *Service) Resolve(ctx context.Context, id, operator string, r Resolution) (operation.Operation, error) {
 	op, _, err := facts.Update(ctx, s.Store, id, func(op operation.Operation) ([]operation.Fact, struct{}, error) {
-		if op.State != operation.OutcomeUnknown {
-			return nil, struct{}{}, problem.New(problem.AlreadyTerminal, "The operation is %s, not outcome_unknown; there is nothing to resolve.", op.State).
-				WithOperation(op.ID)
-		}
-		f := operation.Fact{Kind: r.Outcome, At: s.Now(), Source: operation.SourceOperator, Actor: operator, Reason: r.Reason,
-			Result: r.Result, Problem: r.Problem}
-		if f.Kind == operation.KindFailed && f.Problem == nil {
-			f.Problem = operation.NewProblem("resolved_failed", "Resolved as failed", r.Reason)
+		f, err := DecideResolve(op, operator, r, s.leases(), s.Now())
+		if err != nil {
+			return nil, struct{}{}, err
 		}
 		return []operation.Fact{f}, struct{}{}, nil
 	})
 	return op, err
+}
+
+func (s *Service) leases() operation.Leases {
+	if s.Leases == (operation.Leases{}) {
+		return operation.DefaultLeases()
+	}
+	return s.Leases
+}
+
+// DecideResolve is the fact an operator's resolution r of op records at now. Only an
+// unknown outcome needs an operator's word: any other state is already_terminal.
+//
+// A retry has the step whose outcome was unknown run again, with the same (operation id,
+// step) identity and the state that step was given, as attempt n+1: the operation is
+// running again, and the gate, the deadline and cancellation apply as to any step. It is
+// refused (409) past the deadline, where the step could not start, and when the step or its
+// state was not recorded (the execution ended without saying which step was in flight).
+func DecideResolve(op operation.Operation, operator string, r Resolution, leases operation.Leases, now time.Time) (operation.Fact, error) {
+	if op.State != operation.OutcomeUnknown {
+		return operation.Fact{}, problem.New(problem.AlreadyTerminal, "The operation is %s, not outcome_unknown; there is nothing to resolve.", op.State).
+			WithOperation(op.ID)
+	}
+	if len(r.IfMatch) > 0 && !contains(r.IfMatch, op.Version) {
+		return operation.Fact{}, problem.New(problem.VersionMismatch, "The operation is at version %d, not the version in If-Match.", op.Version).
+			WithOperation(op.ID)
+	}
+	f := operation.Fact{Kind: r.Outcome, At: now, Source: operation.SourceOperator, Actor: operator, Reason: r.Reason,
+		Result: r.Result, Problem: r.Problem}
+	switch r.Outcome {
+	case operation.KindFailed:
+		if f.Problem == nil {
+			f.Problem = operation.NewProblem("resolved_failed", "Resolved as failed", r.Reason)
+		}
+	case operation.KindRetried:
+		if !now.Before(op.DeadlineAt(leases)) {
+			return operation.Fact{}, problem.New(problem.DeadlinePassed, "The operation's deadline (%s) has passed: a step run again would be stopped before it started. Resolve it as succeeded or failed.",
+				operation.FormatTime(op.DeadlineAt(leases))).WithOperation(op.ID)
+		}
+		at := op.Retryable
+		if at == nil || at.Step < 1 {
+			return operation.Fact{}, problem.New(problem.NotRetryable, "Which step's outcome is unknown, or the state it was given, was not recorded (its execution ended without saying), so it cannot be run again. Resolve it as succeeded or failed.").
+				WithOperation(op.ID)
+		}
+		f.Retry = &operation.Retry{Step: at.Step, Attempt: op.Attempt(at.Step) + 1, State: at.State}
+	}
+	return f, nil
 }

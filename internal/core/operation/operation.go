@@ -56,6 +56,7 @@ const (
 	KindCanceled        Kind = "canceled"
 	KindOutcomeUnknown  Kind = "outcome_unknown" // an effect may have happened; result lost
 	KindSignaled        Kind = "signaled"        // a signal arrived from the world (signal.go)
+	KindRetried         Kind = "retried"         // an operator had the step of an unknown outcome run again (retry.go)
 )
 
 // Source says who recorded a fact. Only executor facts set observedAt.
@@ -177,6 +178,10 @@ type Fact struct {
 	Awaiting *Awaiting `json:"awaiting,omitempty"`
 	// Delivery is which signals the step this fact leases is given (an executor's fact).
 	Delivery *Delivery `json:"delivery,omitempty"`
+	// Retry is, on an outcome_unknown fact, the step whose outcome is unknown and the state
+	// it was given, when whoever recorded it knew them (internal: the state is the
+	// worker's); on a retried fact, the step that runs again and its attempt (retry.go).
+	Retry *Retry `json:"retry,omitempty"`
 }
 
 // Lease marks a step in flight. Run is the recorder invocation that took it (a Run) and
@@ -283,13 +288,16 @@ func transition(s State, k Kind) (State, bool) {
 		case KindOutcomeUnknown:
 			return OutcomeUnknown, true
 		}
-	// Only reconciliation or an operator settles an unknown outcome.
+	// Only reconciliation or an operator settles an unknown outcome; an operator may
+	// instead have its step run again, and the work is running once more.
 	case OutcomeUnknown:
 		switch k {
 		case KindSucceeded:
 			return Succeeded, true
 		case KindFailed:
 			return Failed, true
+		case KindRetried:
+			return Running, true
 		}
 	}
 	return "", false
@@ -342,6 +350,12 @@ type Operation struct {
 	// TimedOut lists the signals a wait for which timed out: their callback URLs are
 	// dead (a callback after the wait it was for is refused, 410).
 	TimedOut []string
+	// Retryable is the step of the latest unknown outcome that an operator may have run
+	// again, with the state it was given (nil: not known); Retried is the latest retry
+	// (nil: none); Retrying is that retry while no execution has taken it up yet (retry.go).
+	Retryable *Retry
+	Retried   *Retry
+	Retrying  *Retry
 }
 
 // Waiting says whether the work waits at now, with nothing in flight, for a wait it was
@@ -419,8 +433,17 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 	case KindSucceeded:
 		o.Result = f.Result
 		o.Problem = nil
-	case KindFailed, KindOutcomeUnknown:
+	case KindFailed:
 		o.Problem = f.Problem
+	case KindOutcomeUnknown:
+		o.Problem = f.Problem
+		o.Retryable = f.Retry
+	case KindRetried:
+		if f.Retry == nil || f.Retry.Step < 1 || f.Retry.Attempt < 2 {
+			return o, fmt.Errorf("%w: retried fact without a step and attempt", ErrMalformedHistory)
+		}
+		o.Problem, o.Retryable = nil, nil
+		o.Retried, o.Retrying = f.Retry, f.Retry
 	case KindSignaled:
 		if f.Signal == nil {
 			return o, fmt.Errorf("%w: signaled fact without a signal", ErrMalformedHistory)
@@ -447,6 +470,7 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 			o.WaitingUntil = *f.WaitingUntil
 		}
 		o.Awaiting = f.Awaiting
+		o.Retrying = nil // an execution took the retry up
 		if f.Delivery != nil {
 			o.Delivery = f.Delivery
 			if d := f.Delivery; d.TimedOut && !slices.Contains(o.TimedOut, d.Awaited) {

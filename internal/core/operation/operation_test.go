@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-var allKinds = []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested, KindProgress, KindSucceeded, KindFailed, KindCanceled, KindOutcomeUnknown, KindSignaled}
+var allKinds = []Kind{KindAccepted, KindDispatched, KindStarted, KindCancelRequested, KindProgress, KindSucceeded, KindFailed, KindCanceled, KindOutcomeUnknown, KindSignaled, KindRetried}
 
 // legal is the contract's state machine written out by hand, independently of the
 // implementation's table: "from + fact = to". Everything not listed must be rejected.
@@ -41,6 +41,7 @@ var legal = []string{
 	"cancelling + outcome_unknown = outcome_unknown",
 	"outcome_unknown + succeeded = succeeded",
 	"outcome_unknown + failed = failed",
+	"outcome_unknown + retried = running", // an operator had the step run again
 }
 
 func TestNextEveryPair(t *testing.T) {

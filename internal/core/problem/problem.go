@@ -24,6 +24,8 @@ const (
 	TargetBusy               Code = "target_busy"
 	AlreadyTerminal          Code = "already_terminal"
 	CallbackExpired          Code = "callback_expired"
+	DeadlinePassed           Code = "deadline_passed"
+	NotRetryable             Code = "not_retryable"
 	VersionMismatch          Code = "version_mismatch"
 	PayloadTooLarge          Code = "payload_too_large"
 	UnsupportedMediaType     Code = "unsupported_media_type"
@@ -36,7 +38,7 @@ const (
 // Codes lists every code of the contract (a new slice each call).
 func Codes() []Code {
 	return []Code{InvalidInput, InvalidIdempotencyKey, UnsupportedOperationType, UnknownSignal, Unauthenticated, Forbidden,
-		NotFound, IdempotencyKeyReused, TargetBusy, AlreadyTerminal, CallbackExpired, VersionMismatch, PayloadTooLarge,
+		NotFound, IdempotencyKeyReused, TargetBusy, AlreadyTerminal, CallbackExpired, DeadlinePassed, NotRetryable, VersionMismatch, PayloadTooLarge,
 		UnsupportedMediaType, MethodNotAllowed, QuotaExceeded, Unavailable, Internal}
 }
 

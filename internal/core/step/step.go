@@ -33,8 +33,11 @@ type Request struct {
 	Input       json.RawMessage `json:"input"`
 	Step        int             `json:"step"` // 1-based
 	MaxSteps    int             `json:"maxSteps"`
-	State       json.RawMessage `json:"state,omitempty"`
-	Deadline    string          `json:"deadline"`
+	// Attempt is the how-manieth run of this step: 0 (absent) on its first, 2 and up when
+	// an operator had it run again after its outcome was unknown (operation.Retry).
+	Attempt  int             `json:"attempt,omitempty"`
+	State    json.RawMessage `json:"state,omitempty"`
+	Deadline string          `json:"deadline"`
 	// StepTimeoutSeconds is how long this step may run before longrun gives up on it.
 	StepTimeoutSeconds int `json:"stepTimeoutSeconds"`
 	// CorrelationID is the operation's correlation id (docs/observability.md), for the

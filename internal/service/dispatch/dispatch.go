@@ -183,7 +183,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, id string) (err error) {
 		if _, err := d.Executor.Start(ctx, next.Workflow, next.Name, input); err != nil && !errors.Is(err, ErrAlreadyStarted) {
 			return err
 		}
-		d.Log.InfoContext(ctx, "woken", "operation_id", id, "signal", op.Awaiting.Signal)
+		if op.Retrying != nil {
+			d.Log.InfoContext(ctx, "retrying", "operation_id", id, "step", op.Retrying.Step, "attempt", op.Retrying.Attempt)
+		} else {
+			d.Log.InfoContext(ctx, "woken", "operation_id", id, "signal", op.Awaiting.Signal)
+		}
 		return nil
 	}
 	started := "" // the execution this call started or found, if any
@@ -245,7 +249,7 @@ type decision struct {
 	// unserved says the operation's type is not served here and is left accepted.
 	unserved bool
 	// wake is the workflow on which to start the execution that ends a wait for a signal
-	// that has come ("": none).
+	// that has come, or that runs a retried step ("": none).
 	wake string
 }
 
@@ -262,7 +266,9 @@ func (d *Dispatcher) decide(op operation.Operation, started string, now time.Tim
 		// the API itself writes canceled with it): no step ran or can run, so it is over.
 		f := d.fact(operation.KindCanceled, "", now)
 		return []operation.Fact{f}, decision{outcome: &f}, nil
-	case op.AwaitAnswered():
+	case op.AwaitAnswered() || op.Retrying != nil && op.State == operation.Running:
+		// The signal a wait was for came, or an operator had a step run again: either way
+		// no execution runs, and the one that goes on is started (recorder.Wake).
 		if typ, ok := d.Registry.Lookup(op.Type); ok {
 			return nil, decision{wake: typ.Worker}, nil
 		}

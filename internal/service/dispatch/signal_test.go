@@ -90,3 +90,46 @@ func TestTheAwaitedSignalWakesTheWork(t *testing.T) {
 		t.Fatalf("the dispatcher recorded something: %s %+v", op.State, op.Awaiting)
 	}
 }
+
+// A retried fact's stream record makes the dispatcher start the execution that runs the
+// step again, once however often the record comes, on the type's own state machine.
+func TestARetryIsStartedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.accepted()
+	if err := f.d.Dispatch(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	op, err := f.store.Append(context.Background(), f.load(id),
+		operation.Fact{Kind: operation.KindStarted, Source: operation.SourceExecutor, At: now},
+		operation.Fact{Kind: operation.KindOutcomeUnknown, Source: operation.SourceExecutor, At: now,
+			Problem: operation.NewProblem("worker_error", "Worker failed", "boom"), Retry: &operation.Retry{Step: 1, Attempt: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &intent.Service{Store: f.store, Now: time.Now}
+	if _, err := s.Resolve(context.Background(), id, "longrun/ops", intent.Resolution{Outcome: operation.KindRetried, Reason: "r", IfMatch: []int{op.Version}}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(f.exec.Executions())
+	for range 2 { // a record delivered twice
+		resp, err := f.d.HandleStream(context.Background(), events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{
+			dynamotest.FactRecord(id, string(operation.KindRetried), "1"),
+		}})
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Fatalf("%+v %v", resp, err)
+		}
+	}
+	ex, ok := f.exec.Executions()[id+"-1"]
+	if got := len(f.exec.Executions()); got != before+1 || !ok {
+		t.Fatalf("%d executions started, want %s-1 only: %v", got-before, id, f.exec.Executions())
+	}
+	var in recorder.Input
+	if err := json.Unmarshal(ex.Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	if d := in.Gate.Decision; in.Continuation != 1 || d.Next != recorder.NextRetry || d.Request.Step != 1 {
+		t.Fatalf("started with %+v", in)
+	}
+}

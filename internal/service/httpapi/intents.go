@@ -91,6 +91,20 @@ func (h *Handler) resolve(ctx context.Context, ev events.APIGatewayProxyRequest,
 	if err != nil {
 		return response{}, err
 	}
+	if values := headerValues(ev, "If-Match"); len(values) > 0 {
+		var ok bool
+		if r.IfMatch, ok = parseIfMatch(values); !ok {
+			return response{}, problem.New(problem.VersionMismatch, `If-Match must be the operation's ETag, e.g. "3".`)
+		}
+		if r.IfMatch == nil {
+			r.IfMatch = []int{} // "*": any version, but one was given
+		}
+	}
+	if r.Outcome == operation.KindRetried && r.IfMatch == nil {
+		// Running a step again is the one resolution that does more work: the operator must
+		// have decided on the version they saw, not on whatever it is by now.
+		return response{}, problem.Invalid(problem.FieldError{Pointer: "/If-Match", Detail: `A retry needs If-Match: the ETag of the version you decided on, e.g. "3".`})
+	}
 	op, err := h.Intents.Resolve(ctx, id, scope.Tenant+"/"+scope.Principal, r)
 	if problem.CodeOf(err) == problem.NotFound {
 		return response{}, errNotFound()
@@ -143,8 +157,13 @@ func parseResolution(mediaType string, params map[string]string, payload []byte)
 		} else if p != nil {
 			fields = append(fields, problemFields(p)...)
 		}
+	case "retry":
+		r.Outcome = operation.KindRetried
+		if len(body.Result) > 0 || body.Problem != nil {
+			fields = append(fields, problem.FieldError{Pointer: "/outcome", Detail: "a retry takes no result and no problem: the step's own run decides them."})
+		}
 	default:
-		fields = append(fields, problem.FieldError{Pointer: "/outcome", Detail: "outcome must be succeeded or failed."})
+		fields = append(fields, problem.FieldError{Pointer: "/outcome", Detail: "outcome must be succeeded, failed or retry."})
 	}
 	if n := len([]rune(body.Reason)); n < 1 || n > 1000 {
 		fields = append(fields, problem.FieldError{Pointer: "/reason", Detail: "reason is required: 1 to 1000 characters."})

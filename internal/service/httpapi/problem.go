@@ -39,6 +39,10 @@ func describe(code problem.Code) (status int, title string) {
 		return http.StatusConflict, "Already terminal"
 	case problem.CallbackExpired:
 		return http.StatusGone, "Callback expired"
+	case problem.DeadlinePassed:
+		return http.StatusConflict, "Deadline passed"
+	case problem.NotRetryable:
+		return http.StatusConflict, "Not retryable"
 	case problem.VersionMismatch:
 		return http.StatusPreconditionFailed, "Version mismatch"
 	case problem.PayloadTooLarge:

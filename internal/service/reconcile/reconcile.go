@@ -485,6 +485,18 @@ func (r *run) reconcile(ctx context.Context, item DueItem) (result, error) {
 	if op.Awaits() {
 		return r.wake(ctx, op, typ.Worker)
 	}
+	if op.Retrying != nil {
+		// An operator had a step run again and no execution has taken it up (the
+		// dispatcher's start failed, or is throttled): start it, as the dispatcher would.
+		// The execution before it ended with the unknown outcome, so there is nothing to
+		// look at.
+		next, err := recorder.WakeInput(op)
+		if err != nil {
+			return result{}, err
+		}
+		r.Log.InfoContext(ctx, "retrying", "operation_id", op.ID, "continuation", next.Continuation, "step", op.Retrying.Step)
+		return r.carryOn(ctx, op, typ.Worker, next, false)
+	}
 	// The operation's latest execution: the dispatcher's, or the one a Run continued it in.
 	var ex Execution
 	looked, err := r.call(ctx, callDescribe, r.Looks, func() (err error) {

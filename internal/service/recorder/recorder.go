@@ -47,6 +47,9 @@ const (
 	// execution running: this execution ends, and the dispatcher (the signal came) or the
 	// reconciler (the wait timed out) starts the next (Wake).
 	NextAwait = "await"
+	// NextRetry: an operator had step Request.Step, whose outcome was unknown, run again.
+	// Only an execution's input carries it (Wake): the execution that runs the step again.
+	NextRetry = "retry"
 	// NextUnrecorded: Run could not record how step Request.Step ended; Task or Error is its
 	// end, for the reconciler (the execution ends with it in its output).
 	NextUnrecorded = "unrecorded"
@@ -257,6 +260,16 @@ type end struct {
 // long for the protocol is no such fault: it is cut (step.ParseReportCuttingText), so that a
 // worker echoing a caller's input cannot let the caller choose outcome_unknown.
 func stepEnd(in Input, req *step.Request) end {
+	e := stepEndOf(in, req)
+	if f := e.fact; f != nil && f.Kind == operation.KindOutcomeUnknown && req.Step > 0 {
+		// The step and the state it was given, for an operator who finds that it did not
+		// take effect to have it run again (intent.DecideResolve).
+		f.Retry = &operation.Retry{Step: req.Step, Attempt: max(req.Attempt, 1), State: req.State}
+	}
+	return e
+}
+
+func stepEndOf(in Input, req *step.Request) end {
 	failure := ""
 	if in.Error != nil {
 		failure = in.Error.Error
@@ -613,6 +626,13 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		if op.State.Terminal() || op.State == operation.OutcomeUnknown && e.fact == nil {
 			return nil, g, nil // settled elsewhere: do no more work and record nothing
 		}
+		if req := in.ran(); req != nil && op.Superseded(req.Step, req.Attempt) {
+			// An operator had this step, or a later one, run again after this attempt was
+			// given up on as unknown: only the new attempt's end counts. This one's is
+			// dropped, and said in the log, in case it shows the operator was wrong.
+			g.stale = true
+			return nil, g, nil
+		}
 		typ, served := r.Registry.Lookup(op.Type)
 		if served && p.worker != "" && !r.serves(typ.Worker, p.worker) {
 			return nil, g, fmt.Errorf("%w: operation %s of type %s names function %s, not its worker's", ErrForged, op.ID, op.Type, p.worker)
@@ -654,6 +674,9 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 		claim, superseded := r.claim(op, p.self)
 		if d := in.last(); claim != nil && d != nil && d.Next == NextAwait && in.ran() == nil && !op.Awaits() {
 			superseded = true // woken to end a wait that another execution ended
+		}
+		if d := in.last(); claim != nil && d != nil && d.Next == NextRetry && in.ran() == nil && op.Retrying == nil {
+			superseded = true // started to run a retry that another execution took up
 		}
 		if superseded {
 			r.Log.WarnContext(ctx, "superseded", "operation_id", op.ID, "latest", op.Execution)
@@ -744,6 +767,15 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 	if g.blocked {
 		return handled{}, ErrStepInFlight
 	}
+	if g.stale {
+		req := in.ran()
+		outcome := "continue"
+		if e.fact != nil {
+			outcome = string(e.fact.Kind)
+		}
+		r.Log.WarnContext(ctx, "step end after a retry", "operation_id", id, "step", req.Step, "attempt", max(req.Attempt, 1),
+			"outcome", outcome)
+	}
 	if g.recorded != nil {
 		r.Log.InfoContext(ctx, "recorded", "operation_id", id, "outcome", g.recorded.Kind, "state", op.State,
 			"steps", next.Step)
@@ -811,9 +843,11 @@ func (r *Recorder) callbacks(op operation.Operation) map[string]string {
 // back for a later fact.
 type gated struct {
 	Decision
-	recorded   *operation.Fact
-	at         time.Time
-	blocked    bool
+	recorded *operation.Fact
+	at       time.Time
+	blocked  bool
+	// stale says the step's end came from an attempt an operator had run again: dropped.
+	stale      bool
 	progressed bool
 	heldBack   *operation.Progress
 }
@@ -867,6 +901,9 @@ func (r *Recorder) gate(op operation.Operation, last step.Request, rep *step.Rep
 		Input: input, Step: completed + 1, MaxSteps: typ.MaxSteps, State: last.State,
 		Deadline: operation.FormatTime(deadline), StepTimeoutSeconds: int(typ.StepTimeout / time.Second),
 		CorrelationID: op.CorrelationID}
+	if n := op.Attempt(req.Step); n > 1 {
+		req.Attempt = n
+	}
 	d := Decision{Next: NextWork, StepTimeoutSeconds: req.StepTimeoutSeconds, Request: req}
 	if rep != nil && rep.Await != nil && op.Awaits() && op.Awaiting.Step == completed {
 		// Decided and recorded by an earlier attempt: the wait is the waker's now.
