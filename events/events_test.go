@@ -154,8 +154,22 @@ func TestStateChangedSchema(t *testing.T) {
 		!bytes.Contains(awaiting, []byte(`"awaiting":{"signal":"approval","since":"2026-11-30T10:00:03.000Z","until":"2026-12-01T10:00:03.000Z"}`)) {
 		t.Fatalf("the notifier's detail while the work waits: %v\n%s", err, awaiting)
 	}
+	// And what it builds for the change an operator's retry made: the representation's
+	// retried.
+	retry := c
+	retry.State, retry.PreviousState, retry.Rep.Result = "running", "outcome_unknown", nil
+	retry.Rep.Retried = &operation.RetriedView{Step: 2, Attempt: 2, At: "2026-11-30T10:05:00.000Z", Reason: "not applied downstream"}
+	retried := []byte(`{"source":"longrun","detail-type":"Operation State Changed","detail":` + string(notify.Encode(retry)) + `}`)
+	if err := v.Validate(retried); err != nil ||
+		!bytes.Contains(retried, []byte(`"retried":{"step":2,"attempt":2,"at":"2026-11-30T10:05:00.000Z","reason":"not applied downstream"}`)) {
+		t.Fatalf("the notifier's detail after a retry: %v\n%s", err, retried)
+	}
 	// And the schema can fail.
 	for _, bad := range []string{
+		strings.Replace(string(retried), `"attempt":2`, `"attempt":1`, 1),              // a first run is no retry
+		strings.Replace(string(retried), `,"reason":"not applied downstream"`, ``, 1),  // a retry without why
+		strings.Replace(string(retried), `"reason"`, `"state":{},"reason"`, 1),         // the worker's state
+		strings.Replace(string(retried), `"reason"`, `"by":"longrun/ops","reason"`, 1), // the operator
 		strings.Replace(string(event), `"version":4`, `"version":0`, 1),
 		strings.Replace(string(event), `"state":"succeeded"`, `"state":"done"`, 1),
 		strings.Replace(string(event), `"previousState":"running"`, `"previousState":null`, 1),

@@ -20,7 +20,7 @@ type input struct {
 	Target  string `json:"target"`
 	Steps   int    `json:"steps"`   // default 1; 0 is taken as 1
 	SleepMs int    `json:"sleepMs"` // default 0
-	Outcome string `json:"outcome"` // succeed (the default), fail or unknown
+	Outcome string `json:"outcome"` // succeed (the default), fail, unknown or flaky
 	// WaitSeconds is how long the task waits after its first step, with nothing running
 	// (a continue report's delay); default 0.
 	WaitSeconds int `json:"waitSeconds"`
@@ -51,10 +51,10 @@ var errResultLost = errors.New("the connection dropped after the effect; the res
 func demoTask(ctx context.Context, step worker.Step, in input) (worker.Report, error) {
 	steps := max(in.Steps, 1)
 	switch in.Outcome {
-	case "", "succeed", "fail", "unknown":
+	case "", "succeed", "fail", "unknown", "flaky":
 	default:
 		return worker.Report{}, &worker.Problem{Code: worker.CodeInvalidInput, Title: "The operation's input is not what the worker reads.",
-			Detail: fmt.Sprintf("outcome %q is not succeed, fail or unknown.", in.Outcome)}
+			Detail: fmt.Sprintf("outcome %q is not succeed, fail, unknown or flaky.", in.Outcome)}
 	}
 	// With await, step 1 only waits and step 2 hears how the wait ended; the work's steps
 	// come after, numbered from 1 again.
@@ -111,8 +111,17 @@ func demoTask(ctx context.Context, step worker.Step, in input) (worker.Report, e
 		return worker.Fail("demo_failed", "Demo task failed", "The demo task was asked to fail."), nil
 	case "unknown":
 		return worker.Report{}, errResultLost
+	case "flaky":
+		// Lost on its first attempt; an operator who had it run again (a retry) finds it
+		// succeeds, as when the first attempt never reached the downstream system.
+		if step.Attempt == 1 {
+			return worker.Report{}, errResultLost
+		}
 	}
 	result := map[string]any{"target": in.Target, "steps": steps}
+	if step.Attempt > 1 {
+		result["attempt"] = step.Attempt
+	}
 	if c.Signal != nil {
 		result["signal"] = c.Signal
 	}

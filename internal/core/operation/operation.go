@@ -354,7 +354,7 @@ type Operation struct {
 	// again, with the state it was given (nil: not known); Retried is the latest retry
 	// (nil: none); Retrying is that retry while no execution has taken it up yet (retry.go).
 	Retryable *Retry
-	Retried   *Retry
+	Retried   *Retried
 	Retrying  *Retry
 }
 
@@ -443,7 +443,7 @@ func (o Operation) Apply(f Fact) (Operation, error) {
 			return o, fmt.Errorf("%w: retried fact without a step and attempt", ErrMalformedHistory)
 		}
 		o.Problem, o.Retryable = nil, nil
-		o.Retried, o.Retrying = f.Retry, f.Retry
+		o.Retried, o.Retrying = &Retried{Retry: *f.Retry, At: f.At, Reason: f.Reason}, f.Retry
 	case KindSignaled:
 		if f.Signal == nil {
 			return o, fmt.Errorf("%w: signaled fact without a signal", ErrMalformedHistory)
@@ -510,6 +510,8 @@ type Representation struct {
 	Progress        *Progress       `json:"progress,omitempty"`
 	// Awaiting is the signal the work waits for, while it waits.
 	Awaiting *AwaitingView `json:"awaiting,omitempty"`
+	// Retried is the latest retry an operator asked for, once there is one.
+	Retried *RetriedView `json:"retried,omitempty"`
 }
 
 // Represent builds the public representation; statusURL is the operation's path under the
@@ -531,6 +533,9 @@ func (o Operation) Represent(statusURL string) Representation {
 	if !o.ObservedAt.IsZero() {
 		s := FormatTime(o.ObservedAt)
 		r.ObservedAt = &s
+	}
+	if rt := o.Retried; rt != nil {
+		r.Retried = &RetriedView{Step: rt.Step, Attempt: rt.Attempt, At: FormatTime(rt.At), Reason: rt.Reason}
 	}
 	if o.Awaits() {
 		r.Awaiting = &AwaitingView{Signal: o.Awaiting.Signal, Since: FormatTime(o.Awaiting.Since), Until: FormatTime(o.Awaiting.Until)}

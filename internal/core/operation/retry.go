@@ -1,6 +1,9 @@
 package operation
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Retry is a step run again on an operator's word after its outcome was unknown: which step,
 // the how-manieth time it runs (2 for the first retry), and the state it is given, the one
@@ -17,6 +20,24 @@ type Retry struct {
 type RetryView struct {
 	Step    int `json:"step"`
 	Attempt int `json:"attempt"`
+}
+
+// Retried is an operation's latest retry as the fold keeps it: the retry, and when and why
+// the operator asked for it.
+type Retried struct {
+	Retry
+	At     time.Time
+	Reason string
+}
+
+// RetriedView is the representation's and the events' retried (api/openapi.yaml,
+// Retried): the latest retry an operator asked for, once there is one. Not who: that is in
+// the history, for operators.
+type RetriedView struct {
+	Step    int    `json:"step"`
+	Attempt int    `json:"attempt"`
+	At      string `json:"at"`
+	Reason  string `json:"reason"`
 }
 
 // Attempt is how many times step n has been asked to run, counting the one about to: 1

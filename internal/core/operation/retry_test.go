@@ -3,6 +3,7 @@ package operation
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,8 +44,13 @@ func TestARetryRunsTheUnknownStepAgain(t *testing.T) {
 	case op.Attempt(2) != 2 || op.Attempt(3) != 1:
 		t.Errorf("attempts: step 2 %d, step 3 %d; want 2 and 1", op.Attempt(2), op.Attempt(3))
 	}
-	if rep := op.Represent("/v1/operations/op_1"); rep.Problem != nil || rep.Terminal {
-		t.Errorf("representation after a retry: %+v", rep)
+	rep := op.Represent("/v1/operations/op_1")
+	if rep.Problem != nil || rep.Terminal || rep.Retried == nil ||
+		*rep.Retried != (RetriedView{Step: 2, Attempt: 2, At: FormatTime(retried.At), Reason: "checked: not applied"}) {
+		t.Errorf("representation after a retry: %+v retried %+v", rep, rep.Retried)
+	}
+	if b, _ := json.Marshal(rep); strings.Contains(string(b), "cursor") || strings.Contains(string(b), "longrun/ops") {
+		t.Errorf("the representation shows the worker's state or the operator: %s", b)
 	}
 	// The execution that runs it takes it up with a fact of its own.
 	op, err = op.Apply(Fact{Version: 6, Kind: KindProgress, At: t0.Add(2 * time.Minute), Source: SourceExecutor, Execution: "op_1-1"})
@@ -57,7 +63,7 @@ func TestARetryRunsTheUnknownStepAgain(t *testing.T) {
 }
 
 func TestAStaleAttemptIsSuperseded(t *testing.T) {
-	op := Operation{Retried: &Retry{Step: 3, Attempt: 2}}
+	op := Operation{Retried: &Retried{Retry: Retry{Step: 3, Attempt: 2}}}
 	for _, c := range []struct {
 		step, attempt int
 		stale         bool

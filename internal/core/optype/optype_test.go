@@ -133,7 +133,7 @@ func TestFieldDetails(t *testing.T) {
 			fe("/input/steps", "steps must be at least 1."),
 		}},
 		{demo, `{"target":"x","steps":1.5}`, []problem.FieldError{fe("/input/steps", "steps must be an integer, not a number.")}},
-		{demo, `{"target":"x","outcome":"explode"}`, []problem.FieldError{fe("/input/outcome", "outcome must be one of succeed, fail, unknown.")}},
+		{demo, `{"target":"x","outcome":"explode"}`, []problem.FieldError{fe("/input/outcome", "outcome must be one of succeed, fail, unknown, flaky.")}},
 		{demo, `{"target":""}`, []problem.FieldError{fe("/input/target", "target must not be empty.")}},
 		{demo, `{"target":"x","a/b~c":1}`, []problem.FieldError{fe("/input/a~1b~0c", `"a/b~c" is not a field of this operation type.`)}},
 	} {

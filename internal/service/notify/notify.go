@@ -56,6 +56,9 @@ type Detail struct {
 	// Awaiting is the signal the operation's work waited for after the change, as its
 	// representation has it (present only while the work waits).
 	Awaiting *operation.AwaitingView `json:"awaiting,omitempty"`
+	// Retried is the latest retry an operator asked for, as the representation has it:
+	// the change from outcome_unknown to running that a retry made carries it first.
+	Retried *operation.RetriedView `json:"retried,omitempty"`
 	// ResultOmitted and ProblemOmitted say that the detail would have exceeded
 	// MaxDetailBytes with them: the operation has one, and a GET of it returns it.
 	ResultOmitted  bool `json:"resultOmitted,omitempty"`
@@ -123,7 +126,7 @@ func (n *Notifier) metric(name, unit string, value float64, dims ...string) {
 func DetailOf(c StateChange) Detail {
 	d := Detail{OperationID: c.OperationID, Type: c.Rep.Type, Target: c.Rep.Target, Tenant: c.Tenant, State: c.State,
 		Version: c.Version, OccurredAt: c.Rep.UpdatedAt, CorrelationID: c.CorrelationID, Result: c.Rep.Result, Problem: c.Rep.Problem, Progress: c.Rep.Progress,
-		Awaiting: c.Rep.Awaiting}
+		Awaiting: c.Rep.Awaiting, Retried: c.Rep.Retried}
 	if c.PreviousState != "" {
 		prev := c.PreviousState
 		d.PreviousState = &prev

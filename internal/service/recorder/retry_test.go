@@ -162,7 +162,7 @@ func TestARetryRacingACancel(t *testing.T) {
 			case cancelErr == nil && op.State == operation.Canceled:
 				// The execution the dispatcher may already have started finds nothing to do.
 				pending := op // as the dispatcher read it, before the cancel
-				pending.State, pending.Retrying = operation.Running, op.Retried
+				pending.State, pending.Retrying = operation.Running, &op.Retried.Retry
 				in := f.woken(pending)
 				if d := f.handle(in); d.Next != recorder.NextDone || f.load(id).Version != op.Version {
 					t.Fatalf("trial %d: the retry's execution after the cancel: %+v", trial, d)
