@@ -79,11 +79,8 @@ func (b *builder) userPool() *userPool {
 		IdTokenValidity:            awscdk.Duration_Hours(jsii.Number(1)),
 		AccessTokenValidity:        awscdk.Duration_Hours(jsii.Number(1)),
 		RefreshTokenValidity:       awscdk.Duration_Days(jsii.Number(30)),
-		ReadAttributes: awscognito.NewClientAttributes().
-			WithStandardAttributes(&awscognito.StandardAttributesMask{Email: jsii.Bool(true), EmailVerified: jsii.Bool(true), Fullname: jsii.Bool(true)}).
-			WithCustomAttributes(jsii.String(TenantAttribute)),
-		WriteAttributes: awscognito.NewClientAttributes().
-			WithStandardAttributes(&awscognito.StandardAttributesMask{Fullname: jsii.Bool(true)}),
+		ReadAttributes:             clientReadAttributes(),
+		WriteAttributes:            clientWriteAttributes(),
 	})
 	awscognito.NewCfnUserPoolGroup(scope, jsii.String("OperatorsGroup"), &awscognito.CfnUserPoolGroupProps{
 		UserPoolId:  pool.UserPoolId(),
@@ -91,6 +88,21 @@ func (b *builder) userPool() *userPool {
 		Description: jsii.String("Operators: may resolve operations whose outcome is unknown."),
 	})
 	return &userPool{pool: pool, client: client, clientIDs: client.UserPoolClientId()}
+}
+
+// clientReadAttributes are what the app clients of a pool the construct creates read: the
+// ID token carries them, custom:tenant among them.
+func clientReadAttributes() awscognito.ClientAttributes {
+	return awscognito.NewClientAttributes().
+		WithStandardAttributes(&awscognito.StandardAttributesMask{Email: jsii.Bool(true), EmailVerified: jsii.Bool(true), Fullname: jsii.Bool(true)}).
+		WithCustomAttributes(jsii.String(TenantAttribute))
+}
+
+// clientWriteAttributes are what those clients may write: the name, never custom:tenant.
+// The list is explicit: a client without one may write every attribute.
+func clientWriteAttributes() awscognito.ClientAttributes {
+	return awscognito.NewClientAttributes().
+		WithStandardAttributes(&awscognito.StandardAttributesMask{Fullname: jsii.Bool(true)})
 }
 
 // accessLogFields are the access log's fields: who called (IP, IAM identity, Cognito sub),
@@ -128,7 +140,8 @@ func accessLogFormat() string {
 
 // restAPI is the REST API: every method authorized (IAM by default, the Cognito user pool
 // when configured) but the callback URLs' (POST /v1/callbacks/{token}, whose token is the
-// credential the function checks), proxied to the api function, which sees every path and
+// credential the function checks) and the console's files' (GET and HEAD of /console and
+// /console/{proxy+}, public), proxied to the api function, which sees every path and
 // method (its routing answers 404 and 405), with API Gateway's own errors rewritten as the
 // contract's problem+json and the stage throttled (and traced, when tracing is on).
 func (b *builder) restAPI() awsapigateway.RestApi {
@@ -234,6 +247,23 @@ func (b *builder) restAPI() awsapigateway.RestApi {
 	b.callbackMethods = []awsapigateway.Method{
 		token.AddMethod(jsii.String("POST"), integration, open),
 		token.AddMethod(jsii.String("ANY"), integration, open),
+	}
+
+	// The operations console (ConsoleOptions): static files the function serves itself, no
+	// data among them, so GET and HEAD of /console and of any file below are open (a
+	// browser cannot sign a request with SigV4, nor send a token before it has the page that
+	// signs in). Another method there is authorized, as on every other path (its ANY, below):
+	// nothing is open but what a browser loading the page asks for. /console/ is /console's
+	// (API Gateway routes a trailing slash to the resource without it).
+	if !props.Console.Disabled {
+		console := root.AddResource(jsii.String("console"), nil)
+		files := console.AddResource(jsii.String("{proxy+}"), nil)
+		for _, r := range []awsapigateway.IResource{console, files} {
+			for _, verb := range []string{"GET", "HEAD"} {
+				b.consoleMethods = append(b.consoleMethods, r.AddMethod(jsii.String(verb), integration, open))
+			}
+			r.AddMethod(jsii.String("ANY"), integration, method)
+		}
 	}
 
 	// Everything else reaches the function too, so the answers are the contract's: 405 with

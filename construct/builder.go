@@ -68,6 +68,8 @@ type builder struct {
 	// api: the methods API Gateway does not authorize, the callback URLs' (their token is
 	// their credential, which the api function checks).
 	callbackMethods []awsapigateway.Method
+	// consoleMethods are the console's files' (GET and HEAD of /console and below: public).
+	consoleMethods []awsapigateway.Method
 }
 
 func newBuilder(lr *Longrun, props *Props, served served) *builder {

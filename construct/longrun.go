@@ -37,7 +37,8 @@ type Longrun struct {
 
 	// API is the REST API (stage Props.Stage); APIURL its URL, …/<stage>/ (the contract's
 	// paths start with v1/). Every method is authorized but POST /v1/callbacks/{token} (and
-	// the ANY beside it), whose token is its credential; the recorder hands those URLs out
+	// the ANY beside it), whose token is its credential, and GET and HEAD of the console's
+	// files (/console and below, public: ConsoleURL); the recorder hands callback URLs out
 	// under APIURL (LONGRUN_CALLBACK_BASE).
 	API    awsapigateway.RestApi
 	APIURL *string
@@ -71,6 +72,13 @@ type Longrun struct {
 	// nil otherwise.
 	UserPool       awscognito.IUserPool
 	UserPoolClient awscognito.UserPoolClient
+	// ConsoleURL is the operations console's URL, …/<stage>/console/ (nil with
+	// Props.Console.Disabled). With a pool New created, the console signs in through
+	// UserPoolDomain's hosted UI as ConsoleClient (whose callback and logout URL is
+	// ConsoleURL); both are nil otherwise.
+	ConsoleURL     *string
+	UserPoolDomain awscognito.UserPoolDomain
+	ConsoleClient  awscognito.UserPoolClient
 	// TypesFiles are LONGRUN_TYPES_FILE's paths on Lambda; none for the built-in types.
 	TypesFiles []string
 	// Dashboard shows longrun's metrics (longrun-<Stage>-dashboard): docs/observability.md.
@@ -115,6 +123,7 @@ func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	b.streams()          // the table's stream mappings
 	b.schedule()         // the reconciler's schedule
 	b.api()              // the REST API
+	b.console()          // the console's sign-in: its hosted UI domain and app client
 	b.alarms()           // alarms on errors, dead letters and log lines
 	b.metricAlarms()     // alarms on longrun's metrics
 	b.dashboard()        // the dashboard

@@ -320,12 +320,13 @@ func TestExposedValuesAreTheResources(t *testing.T) {
 		t.Errorf("the caller may invoke %v, want %v", calls, want)
 	}
 	// IAM authorization by default, on every method but the callback URLs' (POST, and ANY
-	// for the function's 405), whose token is their credential.
+	// for the function's 405), whose token is their credential, and the console's files'
+	// (GET and HEAD), which are public.
 	open := map[string]bool{}
 	for id, m := range tpl.of("AWS::ApiGateway::Method") {
 		route := fmt.Sprint(m.Properties["HttpMethod"]) + " " + tpl.resourcePath(t, m.Properties["ResourceId"])
 		want := "AWS_IAM"
-		if strings.HasSuffix(route, " /v1/callbacks/{token}") {
+		if strings.HasSuffix(route, " /v1/callbacks/{token}") || slices.Contains(consoleRoutes, route) {
 			want = "NONE"
 			open[route] = true
 		}
@@ -333,7 +334,8 @@ func TestExposedValuesAreTheResources(t *testing.T) {
 			t.Errorf("%s (%s): %v by %v, want %s", id, route, m.Properties["AuthorizationType"], m.Properties["AuthorizerId"], want)
 		}
 	}
-	if want := map[string]bool{"POST /v1/callbacks/{token}": true, "ANY /v1/callbacks/{token}": true}; !reflect.DeepEqual(open, want) {
+	if want := map[string]bool{"POST /v1/callbacks/{token}": true, "ANY /v1/callbacks/{token}": true,
+		"GET /console": true, "HEAD /console": true, "GET /console/{proxy+}": true, "HEAD /console/{proxy+}": true}; !reflect.DeepEqual(open, want) {
 		t.Errorf("methods without authorization %v, want %v", open, want)
 	}
 	// The recorder writes callback URLs under the stage's URL (ApiUrl without its slash).

@@ -115,6 +115,18 @@ func (b *builder) suppressFindings() {
 		}
 		cdknag.NagSuppressions_AddResourceSuppressions(m, &open, jsii.Bool(false))
 	}
+	// The console's files (GET and HEAD of /console and below, Props.Console) are public by
+	// design: the page that signs in cannot need a sign-in to load.
+	consoleReason := jsii.String("The operations console's static files (HTML, CSS, JavaScript; no data, no secret): the page that signs a user in " +
+		"cannot need a sign-in to load, and a browser cannot sign requests with SigV4. Everything the console shows comes from the API's " +
+		"authorized methods with the signed-in user's own ID token; other methods on these paths are authorized (docs/security.md, \"The console\").")
+	for _, m := range b.consoleMethods {
+		open := []*cdknag.NagPackSuppression{
+			{Id: jsii.String("AwsSolutions-APIG4"), Reason: consoleReason},
+			{Id: jsii.String("AwsSolutions-COG4"), Reason: consoleReason},
+		}
+		cdknag.NagSuppressions_AddResourceSuppressions(m, &open, jsii.Bool(false))
+	}
 	stage := []*cdknag.NagPackSuppression{{
 		Id: jsii.String("AwsSolutions-APIG3"),
 		Reason: jsii.String("A web ACL is the account's choice (rules, cost, shared across APIs): the app associates its own with Longrun.API's stage " +

@@ -68,6 +68,10 @@ type Props struct {
 	// Cognito, when set, makes the API authorize callers with Cognito ID tokens instead of
 	// IAM (SigV4, the default).
 	Cognito *CognitoOptions
+	// Console configures the operations console the api function serves at
+	// …/<Stage>/console/; the zero value serves it, signing in through the hosted UI of the
+	// pool the construct creates (docs/deploy.md, "The console").
+	Console ConsoleOptions
 	// OperatorPrincipals are the IAM roles and users (ARNs) that are operators when the API
 	// authorizes with IAM (LONGRUN_OPERATOR_PRINCIPALS): they may resolve unknown outcomes.
 	OperatorPrincipals []string
@@ -119,6 +123,39 @@ type CognitoOptions struct {
 	// (LONGRUN_COGNITO_CLIENT_IDS): clients that may not write custom:tenant. Required with
 	// UserPool, refused without it (a created pool brings its own client).
 	ClientIDs []string
+}
+
+// ConsoleOptions configure the operations console: static files the api function serves
+// itself on the API's own origin, at /console/ of the stage (GET and HEAD of /console and
+// /console/{proxy+}, which API Gateway does not authorize: the files are public, and every
+// datum the console shows comes from the API with the signed-in user's own ID token). The
+// zero value serves it. With a pool the construct creates (Cognito{}), the construct adds a
+// hosted UI domain to the pool and an app client for the console (authorization code grant
+// with PKCE, no secret, the console's URL as its callback and logout URL), whose ID tokens
+// the API accepts too; the api function gets LONGRUN_CONSOLE_COGNITO_DOMAIN and
+// LONGRUN_CONSOLE_CLIENT_ID. With an existing pool the console signs in when CognitoDomain
+// and ClientID are given; with IAM authorization it cannot sign in (a browser does not sign
+// requests with SigV4) and says so.
+type ConsoleOptions struct {
+	// Disabled leaves the console out: no /console routes (a request there meets the root's
+	// authorized {proxy+}, as any path the API lacks), no domain, no app client, no
+	// variables.
+	Disabled bool
+	// DomainPrefix is the prefix of the hosted UI domain the construct adds to the pool it
+	// creates, https://<prefix>.auth.<region>.amazoncognito.com: lowercase letters, digits
+	// and hyphens, at most 63, none of the words aws, amazon and cognito, and unique among
+	// every account's prefixes in the region. Empty: longrun-<stage>-<12 hex digits of the
+	// stack's id>, unique without a choice (the stack's id is CloudFormation's, known at
+	// deployment only), and kept as long as the stack.
+	DomainPrefix string
+	// CognitoDomain and ClientID are, with an existing pool (Cognito.UserPool), its hosted UI
+	// base URL (https://<prefix>.auth.<region>.amazoncognito.com, or the pool's custom
+	// domain) and the app client the console signs in as: a public client (no secret) with
+	// the authorization code grant, scopes openid, email and profile, the console's URL
+	// (Longrun.ConsoleURL) among its callback and logout URLs, and, like Cognito.ClientIDs,
+	// no right to write custom:tenant. The API accepts its ID tokens (the construct adds it to
+	// LONGRUN_COGNITO_CLIENT_IDS). Both or neither; without them the console cannot sign in.
+	CognitoDomain, ClientID string
 }
 
 // AlarmOptions are the thresholds of the alarms on longrun's metrics. A zero field takes
@@ -264,6 +301,9 @@ func (p *Props) check() error {
 		if c.UserPool == nil && len(c.ClientIDs) > 0 {
 			return fmt.Errorf("Cognito.ClientIDs name clients of an existing pool: set Cognito.UserPool too (a pool the construct creates brings its own client)")
 		}
+	}
+	if err := p.Console.check(p); err != nil {
+		return err
 	}
 	for _, list := range []struct {
 		field string

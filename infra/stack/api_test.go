@@ -27,9 +27,14 @@ var contractMethods = []string{
 	"POST /v1/callbacks/{token}",
 }
 
+// consoleMethods are the operations console's: GET and HEAD of its static files.
+var consoleMethods = []string{"GET /console", "HEAD /console", "GET /console/{proxy+}", "HEAD /console/{proxy+}"}
+
 // openMethods are the methods API Gateway does not authorize: a callback URL's, whose token
-// is its credential (the function checks it), and the ANY beside it (the function's 405).
-var openMethods = map[string]bool{"POST /v1/callbacks/{token}": true, "ANY /v1/callbacks/{token}": true}
+// is its credential (the function checks it), and the ANY beside it (the function's 405);
+// and the console's, public files (the ANY beside them is authorized).
+var openMethods = map[string]bool{"POST /v1/callbacks/{token}": true, "ANY /v1/callbacks/{token}": true,
+	"GET /console": true, "HEAD /console": true, "GET /console/{proxy+}": true, "HEAD /console/{proxy+}": true}
 
 // keyed are the methods that must carry an Idempotency-Key, which API Gateway checks.
 var keyed = map[string]bool{"POST /v1/operations": true, "POST /v1/operations/{operationId}/signals/{signal}": true}
@@ -143,10 +148,12 @@ func (a restAPI) has(route string) bool {
 	return false
 }
 
-// No method is open but a callback URL's: the contract's methods, the ANY beside them and
-// the greedy catch-alls all authorize the caller the stage's one way, and the API has no
-// other methods. POST /v1/callbacks/{token} and the ANY beside it have no authorization and
-// no authorizer (the token is the credential); the greedy resource below them is authorized.
+// No method is open but a callback URL's and the console's files': the contract's methods,
+// the ANY beside them and the greedy catch-alls all authorize the caller the stage's one
+// way, and the API has no other methods. POST /v1/callbacks/{token} and the ANY beside it
+// have no authorization and no authorizer (the token is the credential); the greedy
+// resource below them is authorized. GET and HEAD of /console and /console/{proxy+} are
+// open (static files, no data), the ANY beside them is not.
 func TestEveryMethodIsAuthorized(t *testing.T) {
 	for _, tc := range authorizations {
 		tpl := synthesize(t, tc.props)
@@ -175,8 +182,9 @@ func TestEveryMethodIsAuthorized(t *testing.T) {
 		if open != len(openMethods) {
 			t.Errorf("%s: %d of the open methods %v", tc.auth, open, openMethods)
 		}
-		// What was checked is every method there is: the contract's and ANY on every resource.
-		want := append([]string(nil), contractMethods...)
+		// What was checked is every method there is: the contract's, the console's and ANY on
+		// every resource.
+		want := append(append([]string(nil), contractMethods...), consoleMethods...)
 		for p := range api.children {
 			want = append(want, "ANY "+p)
 		}
@@ -193,9 +201,9 @@ func TestEveryMethodIsAuthorized(t *testing.T) {
 }
 
 // Every resource forwards the methods it does not define to the function (its 405 with
-// Allow), with the same authorization (a callback URL's ANY is as open as its POST) and the
-// same Lambda proxy integration as the contract's methods, and without the admission's
-// validator.
+// Allow), with the same authorization (a callback URL's ANY is as open as its POST; the
+// console's ANY is authorized, its GET and HEAD are not) and the same Lambda proxy
+// integration as the contract's methods, and without the admission's validator.
 func TestEveryResourceForwardsAnyMethod(t *testing.T) {
 	for _, tc := range authorizations {
 		api := synthesize(t, tc.props).api(t)
@@ -227,8 +235,8 @@ func TestEveryResourceForwardsAnyMethod(t *testing.T) {
 					continue
 				}
 				keys := []string{"AuthorizationType", "AuthorizerId", "Integration"}
-				if m.path != p && openMethods["ANY "+p] {
-					keys = keys[2:] // an open ANY is authorized as the POST beside it is
+				if openMethods[m.route()] != openMethods["ANY "+p] {
+					keys = keys[2:] // an open ANY is authorized as the POST beside it is, an open GET not as its ANY
 				}
 				for _, key := range keys {
 					if !reflect.DeepEqual(anyMethod.props[key], m.props[key]) {
@@ -270,7 +278,7 @@ func TestUnknownPathsReachTheFunction(t *testing.T) {
 		}
 	}
 	sort.Strings(proxies)
-	if want := []string{"/v1/callbacks/{token}/{proxy+}", "/v1/operation-types/{name}/{proxy+}", "/v1/operations/{operationId}/cancel/{proxy+}",
+	if want := []string{"/console/{proxy+}", "/v1/callbacks/{token}/{proxy+}", "/v1/operation-types/{name}/{proxy+}", "/v1/operations/{operationId}/cancel/{proxy+}",
 		"/v1/operations/{operationId}/resolve/{proxy+}", "/v1/operations/{operationId}/signals/{signal}/{proxy+}",
 		"/v1/operations/{operationId}/{proxy+}", "/v1/{proxy+}", "/{proxy+}"}; !reflect.DeepEqual(proxies, want) {
 		t.Errorf("greedy resources %v, want %v", proxies, want)
@@ -297,6 +305,11 @@ func TestUnknownPathsReachTheFunction(t *testing.T) {
 		"/v1/callbacks":                   "/v1/callbacks",
 		"/v1/callbacks/tok.en":            "/v1/callbacks/{token}",
 		"/v1/callbacks/tok.en/more":       "/v1/callbacks/{token}/{proxy+}",
+		"/console":                        "/console",
+		"/console/":                       "/console",
+		"/console/app.js":                 "/console/{proxy+}",
+		"/console/a/b":                    "/console/{proxy+}",
+		"/consoles":                       "/{proxy+}",
 	} {
 		got := api.resolve(path)
 		if got != want || !api.has("ANY "+got) {

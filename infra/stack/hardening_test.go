@@ -76,8 +76,8 @@ func only[V any](t *testing.T, what string, m map[string]V) (string, V) {
 func getAtt(id, attr string) map[string]any { return map[string]any{"Fn::GetAtt": []any{id, attr}} }
 
 // 1 (high). With Cognito the stack creates the pool: administrators create users (no
-// self sign-up), and its app client reads custom:tenant but cannot write it; the API
-// accepts ID tokens of that client only (LONGRUN_COGNITO_CLIENT_IDS).
+// self sign-up), and its app clients (the API's and the console's) read custom:tenant but
+// cannot write it; the API accepts ID tokens of those two only (LONGRUN_COGNITO_CLIENT_IDS).
 func TestCognitoPoolKeepsTheTenantAdminOnly(t *testing.T) {
 	tpl := synthesize(t, fromContext(t, map[string]any{"authorizer": "cognito"}))
 	poolID, pool := only(t, "user pools", tpl.of("AWS::Cognito::UserPool"))
@@ -93,25 +93,36 @@ func TestCognitoPoolKeepsTheTenantAdminOnly(t *testing.T) {
 	if tenant == nil || tenant["AttributeDataType"] != "String" {
 		t.Errorf("no custom:%s string attribute: %v", construct.TenantAttribute, pool.Properties["Schema"])
 	}
-	clientID, client := only(t, "app clients", tpl.of("AWS::Cognito::UserPoolClient"))
-	if !reflect.DeepEqual(client.Properties["UserPoolId"], map[string]any{"Ref": poolID}) {
-		t.Errorf("client of %v", client.Properties["UserPoolId"])
+	clients := map[string]string{}
+	for id, client := range tpl.of("AWS::Cognito::UserPoolClient") {
+		name := fmt.Sprint(client.Properties["ClientName"])
+		clients[name] = id
+		if !reflect.DeepEqual(client.Properties["UserPoolId"], map[string]any{"Ref": poolID}) {
+			t.Errorf("%s: client of %v", name, client.Properties["UserPoolId"])
+		}
+		// Without a list a client may write every attribute: the list must be there, and
+		// lack the tenant.
+		write, _ := client.Properties["WriteAttributes"].([]any)
+		read, _ := client.Properties["ReadAttributes"].([]any)
+		if len(write) == 0 || slices.Contains(write, any("custom:tenant")) {
+			t.Errorf("%s: write attributes %v: want a list without custom:tenant", name, client.Properties["WriteAttributes"])
+		}
+		if !slices.Contains(read, any("custom:tenant")) {
+			t.Errorf("%s cannot read custom:tenant (the ID token would lack it): %v", name, read)
+		}
+		// The API's client signs in with SRP, the console's through the hosted UI (the
+		// authorization code grant with PKCE); neither has a secret.
+		oauth := name == "longrun-dev-console"
+		if client.Properties["GenerateSecret"] != false || client.Properties["AllowedOAuthFlowsUserPoolClient"] != oauth ||
+			oauth && !reflect.DeepEqual(client.Properties["AllowedOAuthFlows"], []any{"code"}) {
+			t.Errorf("%s: secret %v, OAuth %v %v", name, client.Properties["GenerateSecret"], client.Properties["AllowedOAuthFlowsUserPoolClient"], client.Properties["AllowedOAuthFlows"])
+		}
 	}
-	// Without a list a client may write every attribute: the list must be there, and lack
-	// the tenant.
-	write, _ := client.Properties["WriteAttributes"].([]any)
-	read, _ := client.Properties["ReadAttributes"].([]any)
-	if len(write) == 0 || slices.Contains(write, any("custom:tenant")) {
-		t.Errorf("the app client's write attributes %v: want a list without custom:tenant", client.Properties["WriteAttributes"])
+	if len(clients) != 2 || clients["longrun-dev-api"] == "" || clients["longrun-dev-console"] == "" {
+		t.Fatalf("app clients %v, want longrun-dev-api and longrun-dev-console", clients)
 	}
-	if !slices.Contains(read, any("custom:tenant")) {
-		t.Errorf("the app client cannot read custom:tenant (the ID token would lack it): %v", read)
-	}
-	if client.Properties["GenerateSecret"] != false || client.Properties["AllowedOAuthFlowsUserPoolClient"] != false {
-		t.Errorf("client: secret %v, OAuth flows %v", client.Properties["GenerateSecret"], client.Properties["AllowedOAuthFlowsUserPoolClient"])
-	}
-	if got := tpl.env(t, "dev", "api")["LONGRUN_COGNITO_CLIENT_IDS"]; !reflect.DeepEqual(got, map[string]any{"Ref": clientID}) {
-		t.Errorf("LONGRUN_COGNITO_CLIENT_IDS = %v, want the client's id", got)
+	if got, want := cfntest.Render(tpl.env(t, "dev", "api")["LONGRUN_COGNITO_CLIENT_IDS"]), "${"+clients["longrun-dev-api"]+"},${"+clients["longrun-dev-console"]+"}"; got != want {
+		t.Errorf("LONGRUN_COGNITO_CLIENT_IDS = %s, want the clients' ids %s", got, want)
 	}
 	_, auth := only(t, "authorizers", tpl.of("AWS::ApiGateway::Authorizer"))
 	if !reflect.DeepEqual(auth.Properties["ProviderARNs"], []any{getAtt(poolID, "Arn")}) {
@@ -168,6 +179,11 @@ func TestContextMistakesAreErrors(t *testing.T) {
 		"tracing=\"yes please\"":              {"tracing": "yes please"},
 		"is not a Lambda layer version ARN":   {"collectorLayerArn": "otel"},
 		"tracing=false and collectorLayerArn": {"tracing": "false", "collectorLayerArn": "arn:aws:lambda:us-east-1:1:layer:c:1"},
+		"console=\"off\"":                     {"console": "off"},
+		"console=false with":                  {"console": "false", "authorizer": "cognito", "consoleDomainPrefix": "ops"},
+		"consoleDomainPrefix names":           {"consoleDomainPrefix": "ops"},
+		"consoleCognitoDomain and consoleClientId go together": {"cognitoUserPoolArn": examplePool, "cognitoClientIds": "a",
+			"consoleClientId": "c"},
 	} {
 		_, err := stack.FromContext(awscdk.NewApp(&awscdk.AppProps{Context: &values}))
 		if err == nil || !strings.Contains(err.Error(), want) {

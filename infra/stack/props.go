@@ -29,6 +29,15 @@ type Props struct {
 	Cognito            bool
 	CognitoUserPoolArn string
 	CognitoClientIDs   []string
+	// NoConsole leaves out the operations console the API serves at …/<stage>/console/
+	// (construct.ConsoleOptions.Disabled). ConsoleDomainPrefix is the hosted UI domain prefix
+	// of the pool the stack creates (ConsoleOptions.DomainPrefix; empty: one derived from the
+	// stack's id); ConsoleCognitoDomain and ConsoleClientID, with CognitoUserPoolArn, are that
+	// pool's hosted UI and the app client the console signs in as.
+	NoConsole            bool
+	ConsoleDomainPrefix  string
+	ConsoleCognitoDomain string
+	ConsoleClientID      string
 	// ThrottleRate and ThrottleBurst limit the API stage (requests/s); 0 means 100 and 200.
 	ThrottleRate, ThrottleBurst float64
 	// Architecture is every function's instruction set, named as the CDK context names it:
@@ -88,6 +97,15 @@ func (p *Props) check() error {
 	}
 	if len(p.CognitoClientIDs) > 0 && p.CognitoUserPoolArn == "" {
 		return fmt.Errorf("cognitoClientIds name clients of an existing pool: set cognitoUserPoolArn too (a pool the stack creates brings its own client)")
+	}
+	if p.NoConsole && (p.ConsoleDomainPrefix != "" || p.ConsoleCognitoDomain != "" || p.ConsoleClientID != "") {
+		return fmt.Errorf("console=false with consoleDomainPrefix, consoleCognitoDomain or consoleClientId: choose one")
+	}
+	if p.ConsoleDomainPrefix != "" && (!p.Cognito || p.CognitoUserPoolArn != "") {
+		return fmt.Errorf("consoleDomainPrefix names the hosted UI domain of the pool the stack creates (authorizer=cognito); an existing pool's is consoleCognitoDomain")
+	}
+	if (p.ConsoleCognitoDomain != "" || p.ConsoleClientID != "") && (p.CognitoUserPoolArn == "" || p.ConsoleCognitoDomain == "" || p.ConsoleClientID == "") {
+		return fmt.Errorf("consoleCognitoDomain and consoleClientId go together, with cognitoUserPoolArn: the existing pool's hosted UI and the console's app client")
 	}
 	for _, list := range []struct {
 		key  string
@@ -191,6 +209,8 @@ func FromContext(scope constructs.Construct) (*Props, error) {
 		TableKMSKeyArn:     get("tableKmsKeyArn", ""),
 		CollectorLayerArn:  get("collectorLayerArn", ""),
 	}
+	props.ConsoleDomainPrefix = get("consoleDomainPrefix", "")
+	props.ConsoleCognitoDomain, props.ConsoleClientID = get("consoleCognitoDomain", ""), get("consoleClientId", "")
 	switch a := get("authorizer", ""); a {
 	case "":
 	case "cognito":
@@ -217,6 +237,9 @@ func FromContext(scope constructs.Construct) (*Props, error) {
 	}
 	if tracing := flag("tracing"); tracing != nil {
 		props.NoTracing = !*tracing
+	}
+	if console := flag("console"); console != nil {
+		props.NoConsole = !*console
 	}
 	if len(errs) > 0 {
 		return nil, errs[0]

@@ -90,6 +90,8 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 		EventPublishers:          props.EventPublishers,
 		TableEncryption:          construct.TableEncryption(props.TableEncryption),
 		Tracing:                  construct.TracingOptions{Disabled: props.NoTracing, CollectorLayerArn: props.CollectorLayerArn},
+		Console: construct.ConsoleOptions{Disabled: props.NoConsole, DomainPrefix: props.ConsoleDomainPrefix,
+			CognitoDomain: props.ConsoleCognitoDomain, ClientID: props.ConsoleClientID},
 	}
 	if props.cognito() {
 		cp.Cognito = &construct.CognitoOptions{}
@@ -109,6 +111,9 @@ func New(scope constructs.Construct, id string, props *Props) awscdk.Stack {
 	if lr.UserPoolClient != nil {
 		awscdk.NewCfnOutput(stack, jsii.String("UserPoolId"), &awscdk.CfnOutputProps{Value: lr.UserPool.UserPoolId()})
 		awscdk.NewCfnOutput(stack, jsii.String("UserPoolClientId"), &awscdk.CfnOutputProps{Value: lr.UserPoolClient.UserPoolClientId()})
+	}
+	if lr.ConsoleURL != nil {
+		awscdk.NewCfnOutput(stack, jsii.String("ConsoleUrl"), &awscdk.CfnOutputProps{Value: lr.ConsoleURL})
 	}
 	// What the end-to-end suite needs to run against a deployed stage (localstack/test.sh).
 	arns := map[string]interface{}{}
