@@ -438,6 +438,9 @@ type handled struct {
 	// fact (nil when recorded, or none).
 	heldBack *operation.Progress
 	op       operation.Operation
+	// stale says the step's end came from an attempt an operator had run again: it was
+	// dropped, and the decision is done.
+	stale bool
 }
 
 // pace is how Run paces the steps it runs in one invocation: fits says whether a step of
@@ -781,7 +784,7 @@ func (r *Recorder) handle(ctx context.Context, in Input, p pace) (handled, error
 			"steps", next.Step)
 		r.settled(op, g.recorded.Kind, next.Step, g.at)
 	}
-	return handled{Decision: g.Decision, progressed: g.progressed, heldBack: g.heldBack, op: op}, nil
+	return handled{Decision: g.Decision, progressed: g.progressed, heldBack: g.heldBack, op: op, stale: g.stale}, nil
 }
 
 // deliver puts in req, the request of the step after step completed, the signals it is

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/longrun-dev/longrun/internal/core/intent"
 	"github.com/longrun-dev/longrun/internal/core/operation"
@@ -178,5 +179,53 @@ func TestARetryRacingACancel(t *testing.T) {
 			}
 		}
 		t.Logf("canceled after the retry %d times, cancel refused and the step run %d times", canceled, ran)
+	})
+}
+
+// A parked step's late delivery, from the attempt an operator had run again, reaches the
+// parked Run of the new attempt: it is stale. Nothing is recorded, the new Run's token is
+// not answered and its claims are not taken, so the new attempt's own delivery then ends
+// the work as it should.
+func TestALateParkedDeliveryDoesNotEndTheRetry(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, f *fixture) {
+		id := f.newOp()
+		s := &script{answers: []any{`{"status":"continue","state":{"c":1}}`, `{"status":"succeeded","result":{"n":2}}`}, takes: time.Second}
+		q, c := f.parked(s)
+		f.runWith("tok-1", recorder.Input{OperationID: id})
+		f.deliver(q.next(t, s)) // step 1's end sends step 2
+		late := q.next(t, s)   // step 2, attempt 1: its end is held back, as by a stuck queue
+		// The first execution gave up on it: the outcome is unknown, and its token is gone.
+		op := f.load(id)
+		if _, err := f.store.Append(context.Background(), op, operation.Fact{Kind: operation.KindOutcomeUnknown, At: f.clock.Now(),
+			Source: operation.SourceExecutor, Problem: operation.NewProblem("step_timeout", "Step timed out", "it did not answer"),
+			Retry: &operation.Retry{Step: 2, Attempt: 1, State: json.RawMessage(`{"c":1}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		c.mu.Lock()
+		c.stopped = map[string]bool{"tok-1": true}
+		c.mu.Unlock()
+		op, err := f.retry(id, f.load(id).Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := f.woken(op)
+		in.Seal = "" // the test's Run is called directly, as the workflow calls it
+		if d := f.runWith("tok-2", in); d.Next != recorder.NextParked {
+			t.Fatalf("the retry's Run: %+v", d)
+		}
+		fresh := q.next(t, s) // step 2, attempt 2
+		v := f.load(id).Version
+		f.deliver(late)
+		if after := f.load(id); after.Version != v || after.State != operation.Running || len(c.of("tok-2")) != 0 {
+			t.Fatalf("the late delivery of attempt 1: version %d → %d, %s, answers %+v", v, after.Version, after.State, c.of("tok-2"))
+		}
+		f.deliver(fresh)
+		if done := f.load(id); done.State != operation.Succeeded || len(c.of("tok-2")) != 1 || c.of("tok-2")[0].Next != recorder.NextDone {
+			t.Fatalf("the retried attempt's delivery: %s, answers %+v", done.State, c.of("tok-2"))
+		}
+		if last := s.requests[len(s.requests)-1]; last.Step != 2 || last.Attempt != 2 || string(last.State) != `{"c":1}` {
+			t.Fatalf("the retried request: %+v", last)
+		}
 	})
 }

@@ -192,6 +192,11 @@ func (r *Recorder) steps(ctx context.Context, in Input, rc *runContext, ran int)
 		if errors.Is(err, errStale) {
 			return Decision{}, err
 		}
+		if err == nil && h.stale && rc.park != nil {
+			// A delivery of an attempt an operator had run again, to the parked Run of the
+			// new attempt: nothing for that Run to take or to answer.
+			return Decision{}, errStale
+		}
 		if errors.Is(err, ErrForged) {
 			// Never handed on as a step's end: the end came with a function not the type's.
 			r.refused(ctx, err)
