@@ -54,6 +54,20 @@ func TestTheStepIsTheRequest(t *testing.T) {
 	if key := got.IdempotencyKey(); key != "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3-step-3" {
 		t.Fatalf("key %s", key)
 	}
+	if got.Attempt != 1 {
+		t.Fatalf("a first run's attempt is %d, want 1", got.Attempt)
+	}
+	// A step an operator had run again: a later attempt, with the same identity.
+	var retried map[string]any
+	_ = json.Unmarshal(sample(t, "step-request-later"), &retried)
+	retried["attempt"] = 2
+	raw, _ := json.Marshal(retried)
+	if _, err := h(context.Background(), raw); err != nil {
+		t.Fatal(err)
+	}
+	if got.Attempt != 2 || got.IdempotencyKey() != "op_01JDY3Q4W5E6R7T8Y9V0A1B2C3-step-3" {
+		t.Fatalf("a retried step: attempt %d, key %s", got.Attempt, got.IdempotencyKey())
+	}
 }
 
 func TestStepState(t *testing.T) {

@@ -27,14 +27,15 @@ import (
 // suites are the concurrency tests, by package: the racers, quotas and appends under
 // DynamoDB's transaction conflicts and on a slow store, the recorder's and the reconciler's
 // races (signals' among them: a signal racing a wait, a cancel, another signal, a timeout,
-// a callback's replay), and the whole e2e suite.
+// a callback's replay; and an operator's retry racing a late result and a cancel), and the
+// whole e2e suite.
 var suites = []suite{
 	{pkg: "./internal/aws/dynamo", race: true,
 		run: "UnderConflicts|SlowStore|SlowTransaction|GivesUp|TakenOnceInOrder|WritesEverythingOnce|CallerQuota|QuotaWeight"},
 	{pkg: "./internal/service/httpapi", race: true,
 		run: "UnderConflicts|OnASlowStore|Concurrent|QuotaExceeded|TargetBusyAndQuota|ConflictIsRetried|CountsConflicts"},
 	{pkg: "./internal/service/recorder", race: true,
-		run: "Racing|Twice|HandBacks|AnswersOnce|SlowSteps|WakeTheWaitOnce|DeliveredOnce"},
+		run: "Racing|Twice|HandBacks|AnswersOnce|SlowSteps|WakeTheWaitOnce|DeliveredOnce|DoesNotEndTheRetry"},
 	{pkg: "./internal/service/reconcile", race: true,
 		run: "Drains|DispatchedOnce|CancelDuringAWait"},
 	{pkg: "./internal/service/dispatch", race: true,
