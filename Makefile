@@ -1,6 +1,7 @@
 # longrun — every command a developer or CI needs. `make test` installs what it needs (Go
 # modules; into the git-ignored .cache/: DynamoDB Local, asl-validator, redocly, Spectral,
-# oapi-codegen and, on Linux, Node.js 24 for the CDK app) and runs every test.
+# oapi-codegen and, on Linux, Node.js 24 for the CDK app; with apt-get, Debian's chromium for
+# the console's browser tests, `make chromium`) and runs every test.
 SHELL   := /bin/bash
 GO      ?= go
 CACHE   := .cache
@@ -46,7 +47,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
 NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost cost-signal scale test unit later later-go e2e e2e-load e2e-rest stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost cost-signal scale test unit later later-go e2e e2e-load e2e-rest chromium stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -233,6 +234,20 @@ unit: node-install
 later:
 	$(MAKE) --no-print-directory -j5 --output-sync=target e2e-load e2e-rest example synth later-go
 
+# Headless Chromium for the operations console's browser tests (internal/e2e/console_test.go,
+# docs/console.md): Debian's chromium package, installed with apt-get when $(CHROMIUM) is
+# missing. apt-get needs root: anyone else is told what to run. LONGRUN_CHROMIUM=/path runs
+# the tests with another Chromium.
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@if [ -x "$(CHROMIUM)" ] || { [ -n "$$LONGRUN_CHROMIUM" ] && [ -x "$$LONGRUN_CHROMIUM" ]; }; then exit 0; fi; \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "headless Chromium is missing at $(CHROMIUM) and there is no apt-get: install Chromium and set LONGRUN_CHROMIUM to its path"; exit 1; fi; \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "headless Chromium is missing at $(CHROMIUM); install Debian's chromium as root:"; \
+	    echo "  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium"; exit 1; fi; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
+
 # The e2e suite: its load test (a thousand admissions, then every operation to its end) on a
 # stack of its own, beside the rest of the suite on another, since it floods its stack and
 # every other test waits for it. Each stack logs to its own file in .cache/logs.
@@ -243,7 +258,7 @@ e2e:
 e2e-load: deps ddb-install
 	LONGRUN_E2E_LOG=e2e-load $(GO) test -count=1 -run '$(E2E_LOAD)' ./internal/e2e/
 
-e2e-rest: deps ddb-install
+e2e-rest: deps ddb-install chromium
 	$(GO) test -count=1 -parallel 8 -skip '$(E2E_LOAD)' ./internal/e2e/
 
 later-go: node-install
@@ -264,7 +279,7 @@ example: deps ddb-install node-install
 # The e2e suite on plain DynamoDB Local, without the conflict proxy: not in `make test`,
 # since the proxy only adds DynamoDB's refusals to the same DynamoDB Local (the store's own
 # tests run on both kinds, dynamotest.EachStore).
-e2e-plain:
+e2e-plain: chromium
 	LONGRUN_E2E_CONFLICTS=0 $(GO) test -count=1 ./internal/e2e/
 
 # The concurrency tests, STRESS_COUNT times in a row each, with every core kept busy beside

@@ -397,9 +397,14 @@ func (c *Client) Cancel(ctx context.Context, id string, opts *CancelOptions) (*O
 }
 
 // Resolve records an operator's reconciliation of an operation in outcome_unknown (POST
-// /v1/operations/{id}/resolve): it becomes succeeded (optionally with a result) or failed
-// (optionally with a problem). Callers who are not operators get a *ProblemError with
-// ErrorCodeForbidden; an operation in another state, ErrorCodeAlreadyTerminal.
+// /v1/operations/{id}/resolve), of any tenant: it becomes succeeded (optionally with a
+// result) or failed (optionally with a problem), or, with ResolveRetry, the step whose
+// outcome was unknown runs again and the operation is running once more. Callers who are
+// not operators get a *ProblemError with ErrorCodeForbidden; an operation in another state,
+// ErrorCodeAlreadyTerminal; one past req.IfVersion, ErrorCodeVersionMismatch; a retry past
+// the operation's deadline, ErrorCodeDeadlinePassed, and of an unknown outcome whose step
+// was not recorded, ErrorCodeNotRetryable (resolve those as succeeded or failed). Only
+// answers that say nothing was committed are retried.
 func (c *Client) Resolve(ctx context.Context, id string, req ResolveRequest) (*Operation, error) {
 	if id == "" {
 		return nil, errors.New("longrun: Resolve: empty operation id")
@@ -408,8 +413,13 @@ func (c *Client) Resolve(ctx context.Context, id string, req ResolveRequest) (*O
 	if err != nil {
 		return nil, fmt.Errorf("longrun: Resolve: encoding the request: %w", err)
 	}
+	params := &api.ResolveOperationParams{}
+	if req.IfVersion != nil {
+		etag := `"` + strconv.Itoa(*req.IfVersion) + `"`
+		params.IfMatch = &etag
+	}
 	return c.operation(ctx, uncommitted, body, func() (*http.Request, error) {
-		return api.NewResolveOperationRequestWithBody(c.server, id, "application/json", bytes.NewReader(body))
+		return api.NewResolveOperationRequestWithBody(c.server, id, params, "application/json", bytes.NewReader(body))
 	})
 }
 

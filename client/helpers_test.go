@@ -109,6 +109,8 @@ var problemStatus = map[client.ErrorCode]int{
 	client.ErrorCodeTargetBusy:               409,
 	client.ErrorCodeAlreadyTerminal:          409,
 	client.ErrorCodeCallbackExpired:          410,
+	client.ErrorCodeDeadlinePassed:           409,
+	client.ErrorCodeNotRetryable:             409,
 	client.ErrorCodeVersionMismatch:          412,
 	client.ErrorCodePayloadTooLarge:          413,
 	client.ErrorCodeUnsupportedMediaType:     415,

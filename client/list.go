@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
+	"time"
 
 	"github.com/longrun-dev/longrun/client/api"
 )
@@ -17,6 +18,13 @@ type ListOptions struct {
 	State State
 	// Type lists only operations of this type.
 	Type string
+	// Target lists only operations whose canonical target begins with it ("demo:" for
+	// every target of the namespace demo).
+	Target string
+	// CreatedAfter and CreatedBefore list only operations created at or after
+	// CreatedAfter and strictly before CreatedBefore (to the millisecond). A window is
+	// cheap: the API reads only the operations created in (about) it.
+	CreatedAfter, CreatedBefore time.Time
 	// Limit is the page size, 1 to 100; zero is the API's default (20).
 	Limit int
 	// Cursor starts at the page a previous Page.NextCursor named.
@@ -53,6 +61,18 @@ func (c *Client) NewListPager(opts *ListOptions) *Pager {
 		if opts.Type != "" {
 			t := opts.Type
 			p.params.Type = &t
+		}
+		if opts.Target != "" {
+			t := opts.Target
+			p.params.Target = &t
+		}
+		if !opts.CreatedAfter.IsZero() {
+			t := opts.CreatedAfter.UTC()
+			p.params.CreatedAfter = &t
+		}
+		if !opts.CreatedBefore.IsZero() {
+			t := opts.CreatedBefore.UTC()
+			p.params.CreatedBefore = &t
 		}
 		if opts.Limit != 0 {
 			l := opts.Limit

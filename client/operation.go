@@ -53,6 +53,9 @@ type Operation struct {
 	// Awaiting is the signal the work waits for (Client.Signal sends it); nil while it
 	// waits for none.
 	Awaiting *Awaiting `json:"awaiting,omitempty"`
+	// Retried is the latest retry an operator asked for (Resolve with ResolveRetry); nil
+	// until there is one.
+	Retried *Retried `json:"retried,omitempty"`
 
 	// Location is the Location header of an admission's or a signal's answer (Create and
 	// Signal only): where the Poller starts.

@@ -33,6 +33,14 @@ var handWritten = map[string]reflect.Type{
 	"OperationType":     reflect.TypeFor[client.OperationType](),
 	"SignalDeclaration": reflect.TypeFor[client.SignalDeclaration](),
 	"ResolveRequest":    reflect.TypeFor[client.ResolveRequest](),
+	"History":           reflect.TypeFor[client.History](),
+	"HistoryEntry":      reflect.TypeFor[client.HistoryEntry](),
+	"HistorySignal":     reflect.TypeFor[client.HistorySignal](),
+	"Retry":             reflect.TypeFor[client.Retry](),
+	"Retried":           reflect.TypeFor[client.Retried](),
+	"TenantOperation":   reflect.TypeFor[client.TenantOperation](),
+	"Stats":             reflect.TypeFor[client.Stats](),
+	"InFlightCounts":    reflect.TypeFor[client.InFlightCounts](),
 }
 
 // TestHandWrittenTypesCarryEveryProperty: each hand-written type has a field for every
@@ -67,6 +75,8 @@ func TestEnumsAreTheContracts(t *testing.T) {
 		{"ErrorCode", doc.Components.Schemas["ErrorCode"].Value, func(v string) bool { return client.ErrorCode(v).Valid() }},
 		{"ResolveOutcome", resolve, func(v string) bool { return client.ResolveOutcome(v).Valid() }},
 		{"SignalSender", doc.Components.Schemas["SignalSender"].Value, func(v string) bool { return client.SignalSender(v).Valid() }},
+		{"FactKind", doc.Components.Schemas["FactKind"].Value, func(v string) bool { return client.FactKind(v).Valid() }},
+		{"FactSource", doc.Components.Schemas["FactSource"].Value, func(v string) bool { return client.FactSource(v).Valid() }},
 	} {
 		t.Run(c.typ, func(t *testing.T) {
 			var want []string

@@ -60,6 +60,7 @@ type ErrorCode string
 const (
 	ErrorCodeAlreadyTerminal          ErrorCode = "already_terminal"
 	ErrorCodeCallbackExpired          ErrorCode = "callback_expired"
+	ErrorCodeDeadlinePassed           ErrorCode = "deadline_passed"
 	ErrorCodeForbidden                ErrorCode = "forbidden"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "idempotency_key_reused"
 	ErrorCodeInternal                 ErrorCode = "internal"
@@ -67,6 +68,7 @@ const (
 	ErrorCodeInvalidInput             ErrorCode = "invalid_input"
 	ErrorCodeMethodNotAllowed         ErrorCode = "method_not_allowed"
 	ErrorCodeNotFound                 ErrorCode = "not_found"
+	ErrorCodeNotRetryable             ErrorCode = "not_retryable"
 	ErrorCodePayloadTooLarge          ErrorCode = "payload_too_large"
 	ErrorCodeQuotaExceeded            ErrorCode = "quota_exceeded"
 	ErrorCodeTargetBusy               ErrorCode = "target_busy"
@@ -82,9 +84,9 @@ const (
 // (a newer API's) is still a ProblemError's Code; Valid tells it apart.
 func (c ErrorCode) Valid() bool {
 	switch c {
-	case ErrorCodeAlreadyTerminal, ErrorCodeCallbackExpired, ErrorCodeForbidden, ErrorCodeIdempotencyKeyReused,
+	case ErrorCodeAlreadyTerminal, ErrorCodeCallbackExpired, ErrorCodeDeadlinePassed, ErrorCodeForbidden, ErrorCodeIdempotencyKeyReused,
 		ErrorCodeInternal, ErrorCodeInvalidIdempotencyKey, ErrorCodeInvalidInput,
-		ErrorCodeMethodNotAllowed, ErrorCodeNotFound, ErrorCodePayloadTooLarge,
+		ErrorCodeMethodNotAllowed, ErrorCodeNotFound, ErrorCodeNotRetryable, ErrorCodePayloadTooLarge,
 		ErrorCodeQuotaExceeded, ErrorCodeTargetBusy, ErrorCodeUnauthenticated,
 		ErrorCodeUnavailable, ErrorCodeUnknownSignal, ErrorCodeUnsupportedMediaType,
 		ErrorCodeUnsupportedOperationType, ErrorCodeVersionMismatch:
@@ -132,6 +134,20 @@ type Awaiting struct {
 	Since time.Time `json:"since"`
 	// Until is when the wait ends without the signal.
 	Until time.Time `json:"until"`
+}
+
+// Retried is the latest retry an operator asked for (Operation.Retried): the step of an
+// unknown outcome that runs again, the how-manieth time it runs (2 for the first retry),
+// when and why.
+type Retried struct {
+	// Step is the step that runs again.
+	Step int `json:"step"`
+	// Attempt is the how-manieth time it runs: 2 for the first retry.
+	Attempt int `json:"attempt"`
+	// At is when the operator asked for it.
+	At time.Time `json:"at"`
+	// Reason is the reason the operator gave.
+	Reason string `json:"reason"`
 }
 
 // FieldError is one field of a request that failed validation (ProblemError.Fields, with
@@ -205,14 +221,21 @@ type ResolveOutcome string
 const (
 	ResolveSucceeded ResolveOutcome = "succeeded"
 	ResolveFailed    ResolveOutcome = "failed"
+	// ResolveRetry runs the step whose outcome was unknown again, with the same
+	// (operation id, step) identity: the operation goes back to running. It needs
+	// ResolveRequest.IfVersion.
+	ResolveRetry ResolveOutcome = "retry"
 )
 
 // Valid reports whether o is one of the contract's outcomes.
-func (o ResolveOutcome) Valid() bool { return o == ResolveSucceeded || o == ResolveFailed }
+func (o ResolveOutcome) Valid() bool {
+	return o == ResolveSucceeded || o == ResolveFailed || o == ResolveRetry
+}
 
 // ResolveRequest is an operator's settlement of an operation in outcome_unknown (Resolve).
 type ResolveRequest struct {
-	// Outcome is what the operation becomes: succeeded or failed.
+	// Outcome is what the operation becomes: succeeded or failed; or retry, to have the
+	// step whose outcome was unknown run again.
 	Outcome ResolveOutcome `json:"outcome"`
 	// Reason says why the operator resolved it this way (kept in the operation's facts;
 	// required).
@@ -222,4 +245,64 @@ type ResolveRequest struct {
 	Result any `json:"result,omitempty"`
 	// Problem, only with ResolveFailed, says why it failed.
 	Problem *OperationProblem `json:"problem,omitempty"`
+	// IfVersion, when set, is sent as If-Match ("<version>", not in the body): the
+	// resolution is refused with ErrorCodeVersionMismatch when the operation has moved
+	// past that version. Required with ResolveRetry (the API answers
+	// ErrorCodeInvalidInput without it): pass the Version of the representation, or the
+	// History, the decision was made on.
+	IfVersion *int `json:"-"`
+}
+
+// FactKind is what a fact records (HistoryEntry.Kind).
+type FactKind string
+
+// The kinds of the contract's FactKind enum.
+const (
+	FactAccepted        FactKind = "accepted"
+	FactDispatched      FactKind = "dispatched"
+	FactStarted         FactKind = "started"
+	FactCancelRequested FactKind = "cancel_requested"
+	FactProgress        FactKind = "progress"
+	FactSucceeded       FactKind = "succeeded"
+	FactFailed          FactKind = "failed"
+	FactCanceled        FactKind = "canceled"
+	FactOutcomeUnknown  FactKind = "outcome_unknown"
+	FactSignaled        FactKind = "signaled"
+	FactRetried         FactKind = "retried"
+)
+
+// Valid reports whether k is one of the contract's kinds. A kind this client does not know
+// (a newer API's) still decodes; Valid tells it apart.
+func (k FactKind) Valid() bool {
+	switch k {
+	case FactAccepted, FactDispatched, FactStarted, FactCancelRequested, FactProgress, FactSucceeded,
+		FactFailed, FactCanceled, FactOutcomeUnknown, FactSignaled, FactRetried:
+		return true
+	}
+	return false
+}
+
+// FactSource is who recorded a fact (HistoryEntry.By).
+type FactSource string
+
+// The sources of the contract's FactSource enum.
+const (
+	FactByAdmission  FactSource = "admission"
+	FactByDispatcher FactSource = "dispatcher"
+	// FactByExecutor is longrun's side of the worker's steps.
+	FactByExecutor   FactSource = "executor"
+	FactByClient     FactSource = "client"
+	FactByReconciler FactSource = "reconciler"
+	FactByOperator   FactSource = "operator"
+	// FactByCallback is a signal sent through a callback URL.
+	FactByCallback FactSource = "callback"
+)
+
+// Valid reports whether s is one of the contract's sources.
+func (s FactSource) Valid() bool {
+	switch s {
+	case FactByAdmission, FactByDispatcher, FactByExecutor, FactByClient, FactByReconciler, FactByOperator, FactByCallback:
+		return true
+	}
+	return false
 }

@@ -314,12 +314,14 @@ func grantData(table awsdynamodb.Table, f awslambda.Function, indexes ...string)
 	grantItems(table, f, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, indexes...)
 }
 
-// grantAdmission is the API's: grantData's on the table and its scope index, and the reads
+// grantAdmission is the API's: grantData's on the table and its scope index, the reads
 // beside the admission transaction (GetItem of the key's record, BatchGetItem of the quota
-// counters when a quota's shard is full).
+// counters when a quota's shard is full), and the operators' reads across tenants: the
+// attention index (GET /v1/attention) and the due index, whose operations' states
+// BatchGetItem reads (GET /v1/stats, docs/operator-api.md).
 func grantAdmission(table awsdynamodb.Table, f awslambda.Function) {
 	grantItems(table, f, []string{"dynamodb:Query", "dynamodb:GetItem", "dynamodb:BatchGetItem",
-		"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, dynamo.IndexByScope)
+		"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, dynamo.IndexByScope, dynamo.IndexAttention, dynamo.IndexDue)
 }
 
 func grantItems(table awsdynamodb.Table, f awslambda.Function, actions []string, indexes ...string) {

@@ -35,6 +35,7 @@ func (e AcceptedState) Valid() bool {
 const (
 	ErrorCodeAlreadyTerminal          ErrorCode = "already_terminal"
 	ErrorCodeCallbackExpired          ErrorCode = "callback_expired"
+	ErrorCodeDeadlinePassed           ErrorCode = "deadline_passed"
 	ErrorCodeForbidden                ErrorCode = "forbidden"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "idempotency_key_reused"
 	ErrorCodeInternal                 ErrorCode = "internal"
@@ -42,6 +43,7 @@ const (
 	ErrorCodeInvalidInput             ErrorCode = "invalid_input"
 	ErrorCodeMethodNotAllowed         ErrorCode = "method_not_allowed"
 	ErrorCodeNotFound                 ErrorCode = "not_found"
+	ErrorCodeNotRetryable             ErrorCode = "not_retryable"
 	ErrorCodePayloadTooLarge          ErrorCode = "payload_too_large"
 	ErrorCodeQuotaExceeded            ErrorCode = "quota_exceeded"
 	ErrorCodeTargetBusy               ErrorCode = "target_busy"
@@ -60,6 +62,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeCallbackExpired:
 		return true
+	case ErrorCodeDeadlinePassed:
+		return true
 	case ErrorCodeForbidden:
 		return true
 	case ErrorCodeIdempotencyKeyReused:
@@ -73,6 +77,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeMethodNotAllowed:
 		return true
 	case ErrorCodeNotFound:
+		return true
+	case ErrorCodeNotRetryable:
 		return true
 	case ErrorCodePayloadTooLarge:
 		return true
@@ -97,9 +103,88 @@ func (e ErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for FactKind.
+const (
+	FactKindAccepted        FactKind = "accepted"
+	FactKindCancelRequested FactKind = "cancel_requested"
+	FactKindCanceled        FactKind = "canceled"
+	FactKindDispatched      FactKind = "dispatched"
+	FactKindFailed          FactKind = "failed"
+	FactKindOutcomeUnknown  FactKind = "outcome_unknown"
+	FactKindProgress        FactKind = "progress"
+	FactKindRetried         FactKind = "retried"
+	FactKindSignaled        FactKind = "signaled"
+	FactKindStarted         FactKind = "started"
+	FactKindSucceeded       FactKind = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the FactKind enum.
+func (e FactKind) Valid() bool {
+	switch e {
+	case FactKindAccepted:
+		return true
+	case FactKindCancelRequested:
+		return true
+	case FactKindCanceled:
+		return true
+	case FactKindDispatched:
+		return true
+	case FactKindFailed:
+		return true
+	case FactKindOutcomeUnknown:
+		return true
+	case FactKindProgress:
+		return true
+	case FactKindRetried:
+		return true
+	case FactKindSignaled:
+		return true
+	case FactKindStarted:
+		return true
+	case FactKindSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FactSource.
+const (
+	FactSourceAdmission  FactSource = "admission"
+	FactSourceCallback   FactSource = "callback"
+	FactSourceClient     FactSource = "client"
+	FactSourceDispatcher FactSource = "dispatcher"
+	FactSourceExecutor   FactSource = "executor"
+	FactSourceOperator   FactSource = "operator"
+	FactSourceReconciler FactSource = "reconciler"
+)
+
+// Valid indicates whether the value is a known member of the FactSource enum.
+func (e FactSource) Valid() bool {
+	switch e {
+	case FactSourceAdmission:
+		return true
+	case FactSourceCallback:
+		return true
+	case FactSourceClient:
+		return true
+	case FactSourceDispatcher:
+		return true
+	case FactSourceExecutor:
+		return true
+	case FactSourceOperator:
+		return true
+	case FactSourceReconciler:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ResolveRequestOutcome.
 const (
 	ResolveRequestOutcomeFailed    ResolveRequestOutcome = "failed"
+	ResolveRequestOutcomeRetry     ResolveRequestOutcome = "retry"
 	ResolveRequestOutcomeSucceeded ResolveRequestOutcome = "succeeded"
 )
 
@@ -107,6 +192,8 @@ const (
 func (e ResolveRequestOutcome) Valid() bool {
 	switch e {
 	case ResolveRequestOutcomeFailed:
+		return true
+	case ResolveRequestOutcomeRetry:
 		return true
 	case ResolveRequestOutcomeSucceeded:
 		return true
@@ -224,6 +311,14 @@ type AdmissionRequest struct {
 // belongs to (both enforced below).
 type AlreadyTerminalProblem = Problem
 
+// AttentionPage defines model for AttentionPage.
+type AttentionPage struct {
+	Items []TenantOperation `json:"items"`
+
+	// NextCursor Opaque cursor of the next page; null on the last page.
+	NextCursor *string `json:"nextCursor"`
+}
+
 // Awaiting The signal the operation's work waits for: a step asked to wait for `signal` (`POST /v1/operations/{operationId}/signals/{signal}` sends it) at `since`, and the next step runs when it arrives, or at `until` without it. Present only while the work waits: from the step that asked until the next step starts (a signal that arrived, or the wait's end, starts it at once), and never once the operation is `cancelling` or has ended.
 type Awaiting struct {
 	// Signal A signal's name, as its operation type declares it: a lowercase letter, then at most 63 lowercase letters, digits, `_` or `-` (it is a path segment).
@@ -257,6 +352,12 @@ type ETagValue = string
 // ErrorCode defines model for ErrorCode.
 type ErrorCode string
 
+// FactKind What a fact records: `accepted` (admitted), `dispatched` (an execution was started for it), `started` (its work began), `cancel_requested`, `progress` (a step completed, or the work goes on: a step sent, a wait begun), `succeeded`, `failed`, `canceled`, `outcome_unknown`, `signaled` (a signal arrived) and `retried` (an operator had the step of an unknown outcome run again).
+type FactKind string
+
+// FactSource Who recorded a fact: `admission`, `dispatcher`, `executor` (longrun's side of the worker's steps), `client` (the caller: a cancel, a signal), `reconciler`, `operator` (a resolution, or a signal an operator sent) or `callback` (a signal through a callback URL).
+type FactSource string
+
 // FieldError defines model for FieldError.
 type FieldError struct {
 	Detail string `json:"detail"`
@@ -269,6 +370,82 @@ type FieldError struct {
 // `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
 // belongs to (both enforced below).
 type ForbiddenProblem = Problem
+
+// History An operation's facts, oldest first: what its representation is folded from. `version` is the operation's (the last entry's), as the `ETag` carries it.
+type History struct {
+	// Entries One per fact, oldest first; the first is always `accepted`.
+	Entries []HistoryEntry `json:"entries"`
+
+	// OperationID `op_` followed by a ULID (26 Crockford base32 characters).
+	//
+	// Examples: op_01JDY3Q4W5E6R7T8Y9V0A1B2C3
+	OperationID OperationID `json:"operationId"`
+
+	// Version The operation's version, the last entry's.
+	Version int `json:"version"`
+}
+
+// HistoryEntry One fact: its version (1, 2, … without gaps), when it was recorded, what it records (`kind`), the operation's state once it was (`state`), and who recorded it (`by`); the other members only where the fact carries them.
+type HistoryEntry struct {
+	// Actor Operators only: the principal that recorded a client's or an operator's fact (an operator's resolution: `<tenant>/<principal>`). An IAM principal is shown without its `arn:<partition>:<service>:<region>:` prefix.
+	Actor *string `json:"actor,omitempty"`
+
+	// At UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
+	At Timestamp `json:"at"`
+
+	// Awaiting The signal the operation's work waits for: a step asked to wait for `signal` (`POST /v1/operations/{operationId}/signals/{signal}` sends it) at `since`, and the next step runs when it arrives, or at `until` without it. Present only while the work waits: from the step that asked until the next step starts (a signal that arrived, or the wait's end, starts it at once), and never once the operation is `cancelling` or has ended.
+	Awaiting *Awaiting `json:"awaiting,omitempty"`
+
+	// By Who recorded a fact: `admission`, `dispatcher`, `executor` (longrun's side of the worker's steps), `client` (the caller: a cancel, a signal), `reconciler`, `operator` (a resolution, or a signal an operator sent) or `callback` (a signal through a callback URL).
+	By FactSource `json:"by"`
+
+	// Kind What a fact records: `accepted` (admitted), `dispatched` (an execution was started for it), `started` (its work began), `cancel_requested`, `progress` (a step completed, or the work goes on: a step sent, a wait begun), `succeeded`, `failed`, `canceled`, `outcome_unknown`, `signaled` (a signal arrived) and `retried` (an operator had the step of an unknown outcome run again).
+	Kind FactKind `json:"kind"`
+
+	// Problem Why an operation failed or why its outcome is unknown.
+	Problem *OperationProblem `json:"problem,omitempty"`
+
+	// Progress How far the work has got, folded from the facts the worker reported, never invented; present once a step has completed. `completedSteps` counts the steps that completed; `totalSteps` (when the worker knows it; never below `completedSteps`), `percent` and `message` are the latest the worker reported.
+	Progress *Progress `json:"progress,omitempty"`
+
+	// Reason The reason an operator gave for a resolution.
+	Reason *string `json:"reason,omitempty"`
+
+	// Retry A step an operator had run again after its outcome was unknown: which step, and the how-manieth time it runs (2 for the first retry).
+	Retry *Retry `json:"retry,omitempty"`
+
+	// Signal The signal a `signaled` fact records: its name and its data, never the key it was sent with.
+	Signal *HistorySignal `json:"signal,omitempty"`
+
+	// State `accepted` → `dispatched` → `running` → one of `succeeded` | `failed` | `canceled`; `cancelling` after cancellation intent on a dispatched or running operation; `outcome_unknown` when an external effect may have happened but its result was lost (not terminal, never retried blindly: it waits for reconciliation or an operator).
+	State State `json:"state"`
+
+	// StepStarted The step this fact sends to the worker (it holds the step's lease): a step's start. A step started under a lease already held (a run of quick steps) has no entry of its own.
+	StepStarted *int `json:"stepStarted,omitempty"`
+	Version     int  `json:"version"`
+
+	// WaitingUntil UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
+	WaitingUntil *Timestamp `json:"waitingUntil,omitempty"`
+}
+
+// HistorySignal The signal a `signaled` fact records: its name and its data, never the key it was sent with.
+type HistorySignal struct {
+	// Data A signal's data: a JSON object the signal's `schema` (`GET /v1/operation-types/{name}`) judges.
+	Data SignalData `json:"data"`
+
+	// Name A signal's name, as its operation type declares it: a lowercase letter, then at most 63 lowercase letters, digits, `_` or `-` (it is a path segment).
+	//
+	// Examples: approval
+	Name SignalName `json:"name"`
+}
+
+// InFlightCounts How many operations are in each state of work in flight.
+type InFlightCounts struct {
+	Accepted   int `json:"accepted"`
+	Cancelling int `json:"cancelling"`
+	Dispatched int `json:"dispatched"`
+	Running    int `json:"running"`
+}
 
 // InternalProblem RFC 9457 problem details. `code` decides; `type` is
 // `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
@@ -295,7 +472,8 @@ type NotFoundProblem = Problem
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed; `awaiting` is present only while
-// the work waits for a signal (`dispatched` or `running`).
+// the work waits for a signal (`dispatched` or `running`); `retried` is present once
+// an operator had a step of an unknown outcome run again (the latest such retry).
 type Operation struct {
 	// Awaiting The signal the operation's work waits for: a step asked to wait for `signal` (`POST /v1/operations/{operationId}/signals/{signal}` sends it) at `since`, and the next step runs when it arrives, or at `until` without it. Present only while the work waits: from the step that asked until the next step starts (a signal that arrived, or the wait's end, starts it at once), and never once the operation is `cancelling` or has ended.
 	Awaiting        *Awaiting `json:"awaiting,omitempty"`
@@ -320,6 +498,9 @@ type Operation struct {
 
 	// Result The type's result; only when `succeeded`.
 	Result *map[string]interface{} `json:"result,omitempty"`
+
+	// Retried The latest retry an operator asked for (`POST /v1/operations/{operationId}/resolve` with `outcome` `retry`): the step that runs again, the how-manieth time it runs (2 for the first retry), when and why. Who asked is in the history, for operators.
+	Retried *Retried `json:"retried,omitempty"`
 
 	// State `accepted` → `dispatched` → `running` → one of `succeeded` | `failed` | `canceled`; `cancelling` after cancellation intent on a dispatched or running operation; `outcome_unknown` when an external effect may have happened but its result was lost (not terminal, never retried blindly: it waits for reconciliation or an operator).
 	State State `json:"state"`
@@ -416,7 +597,7 @@ type Problem struct {
 	// Errors The fields that failed validation (`invalid_input`), at most 20; `detail` says how many there were when there were more.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
-	// OperationID The caller's own operation the problem is about: the one holding the target (`target_busy`), the one the key was first used for (`idempotency_key_reused`, always present), or the one a cancel or a signal was refused for (`already_terminal`, `version_mismatch`, `unknown_signal`).
+	// OperationID The caller's own operation the problem is about: the one holding the target (`target_busy`), the one the key was first used for (`idempotency_key_reused`, always present), or the one a cancel, a signal or a resolution was refused for (`already_terminal`, `version_mismatch`, `unknown_signal`, `deadline_passed`, `not_retryable`).
 	//
 	// Examples: op_01JDY3Q4W5E6R7T8Y9V0A1B2C3
 	OperationID *OperationID `json:"operationId,omitempty"`
@@ -453,8 +634,14 @@ type QuotaExceededProblem = Problem
 // RequestID Opaque: `req_` followed by a ULID, or `gateway` on API Gateway's own answers.
 type RequestID = string
 
+// ResolveConflictProblem RFC 9457 problem details. `code` decides; `type` is
+// `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
+// belongs to (both enforced below).
+type ResolveConflictProblem = Problem
+
 // ResolveRequest defines model for ResolveRequest.
 type ResolveRequest struct {
+	// Outcome `succeeded` or `failed`: what the operation becomes. `retry`: the step whose outcome was unknown runs again with the same (`operationId`, step) identity, and the operation goes back to `running`; requires `If-Match`.
 	Outcome ResolveRequestOutcome `json:"outcome"`
 
 	// Problem Only with `outcome` `failed`.
@@ -467,8 +654,25 @@ type ResolveRequest struct {
 	Result *map[string]interface{} `json:"result,omitempty"`
 }
 
-// ResolveRequestOutcome defines model for ResolveRequest.Outcome.
+// ResolveRequestOutcome `succeeded` or `failed`: what the operation becomes. `retry`: the step whose outcome was unknown runs again with the same (`operationId`, step) identity, and the operation goes back to `running`; requires `If-Match`.
 type ResolveRequestOutcome string
+
+// Retried The latest retry an operator asked for (`POST /v1/operations/{operationId}/resolve` with `outcome` `retry`): the step that runs again, the how-manieth time it runs (2 for the first retry), when and why. Who asked is in the history, for operators.
+type Retried struct {
+	// At UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
+	At      Timestamp `json:"at"`
+	Attempt int       `json:"attempt"`
+
+	// Reason The reason the operator gave.
+	Reason string `json:"reason"`
+	Step   int    `json:"step"`
+}
+
+// Retry A step an operator had run again after its outcome was unknown: which step, and the how-manieth time it runs (2 for the first retry).
+type Retry struct {
+	Attempt int `json:"attempt"`
+	Step    int `json:"step"`
+}
 
 // SignalBadRequestProblem RFC 9457 problem details. `code` decides; `type` is
 // `https://longrun.dev/problems/<code>` and `status` is the HTTP status the code
@@ -516,11 +720,47 @@ type SignalSender string
 // State `accepted` → `dispatched` → `running` → one of `succeeded` | `failed` | `canceled`; `cancelling` after cancellation intent on a dispatched or running operation; `outcome_unknown` when an external effect may have happened but its result was lost (not terminal, never retried blindly: it waits for reconciliation or an operator).
 type State string
 
+// Stats The operations in flight (not ended, not waiting for an operator) by state, those waiting for an operator, and the oldest in flight, across tenants, as of `asOf`.
+type Stats struct {
+	// AsOf UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
+	AsOf Timestamp `json:"asOf"`
+
+	// InFlight How many operations are in each state of work in flight.
+	InFlight InFlightCounts `json:"inFlight"`
+
+	// OldestInFlight The earliest-created operation in flight, with its tenant; null when none is.
+	OldestInFlight *TenantOperation `json:"oldestInFlight"`
+
+	// OutcomeUnknown Operations in `outcome_unknown`, every tenant's.
+	OutcomeUnknown int `json:"outcomeUnknown"`
+
+	// Partial A bound on the work was hit: the counts are lower bounds, and `oldestInFlight` is the oldest of the operations read.
+	Partial bool `json:"partial"`
+}
+
 // StatusURL The operation's path under the API's base URL as the client called it (`/v1/operations/{id}` on the local stack; a stage prefix or custom-domain base path is included where there is one). A path, not an absolute URL.
 type StatusURL = string
 
 // Target The operation's canonical target, derived by its type (from an input field, normalized centrally, or minted by the server): `<namespace>:<value>`, the namespace at most 64 bytes and the value at most 256. Normalized means: NFKC, every run of space characters one ASCII space, none around it; a value with control or format characters, or a word that mixes scripts (a Cyrillic `а` in a Latin word), is `400 invalid_input`.
 type Target = string
+
+// Tenant The tenant an operation belongs to, as the caller's authorizer named it (a Cognito user's `custom:tenant`, an IAM caller's account).
+type Tenant = string
+
+// TenantOperation An operation with the tenant it belongs to (operators see every tenant's).
+type TenantOperation struct {
+	// Operation The representation, always the fold of the operation's facts. `terminal` is
+	// true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
+	// when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
+	// `observedAt` is null until an executor has reported (never invented);
+	// `progress` is absent until a step has completed; `awaiting` is present only while
+	// the work waits for a signal (`dispatched` or `running`); `retried` is present once
+	// an operator had a step of an unknown outcome run again (the latest such retry).
+	Operation Operation `json:"operation"`
+
+	// Tenant The tenant an operation belongs to, as the caller's authorizer named it (a Cognito user's `custom:tenant`, an IAM caller's account).
+	Tenant Tenant `json:"tenant"`
+}
 
 // Timestamp UTC, to the millisecond, e.g. `2026-09-23T10:00:00.000Z`.
 type Timestamp = time.Time
@@ -545,8 +785,17 @@ type UnsupportedMediaTypeProblem = Problem
 // belongs to (both enforced below).
 type VersionMismatchProblem = Problem
 
+// AttentionCursor defines model for AttentionCursor.
+type AttentionCursor = string
+
 // CallbackTokenPath defines model for CallbackTokenPath.
 type CallbackTokenPath = string
+
+// CreatedAfterFilter defines model for CreatedAfterFilter.
+type CreatedAfterFilter = time.Time
+
+// CreatedBeforeFilter defines model for CreatedBeforeFilter.
+type CreatedBeforeFilter = time.Time
 
 // Cursor defines model for Cursor.
 type Cursor = string
@@ -568,6 +817,9 @@ type OperationIDPath = string
 // Examples: export.orders, demo.task
 type OperationTypeNamePath = OperationTypeName
 
+// ResolveIfMatch defines model for ResolveIfMatch.
+type ResolveIfMatch = string
+
 // SignalIdempotencyKey defines model for SignalIdempotencyKey.
 type SignalIdempotencyKey = string
 
@@ -578,6 +830,9 @@ type SignalNamePath = SignalName
 
 // StateFilter `accepted` → `dispatched` → `running` → one of `succeeded` | `failed` | `canceled`; `cancelling` after cancellation intent on a dispatched or running operation; `outcome_unknown` when an external effect may have happened but its result was lost (not terminal, never retried blindly: it waits for reconciliation or an operator).
 type StateFilter = State
+
+// TargetPrefixFilter defines model for TargetPrefixFilter.
+type TargetPrefixFilter = string
 
 // TypeFilter The name of an operation type the API admits, e.g. `export.orders` or `demo.task` (`GET /v1/operation-types` lists them). A deployment's types file refuses any other spelling, and names over 64 bytes.
 //
@@ -607,7 +862,8 @@ type CallbackNotFound = NotFoundProblem
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed; `awaiting` is present only while
-// the work waits for a signal (`dispatched` or `running`).
+// the work waits for a signal (`dispatched` or `running`); `retried` is present once
+// an operator had a step of an unknown outcome run again (the latest such retry).
 type CancelRepresentation = Operation
 
 // Forbidden defines model for Forbidden.
@@ -639,15 +895,20 @@ type QuotaExceeded = QuotaExceededProblem
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed; `awaiting` is present only while
-// the work waits for a signal (`dispatched` or `running`).
+// the work waits for a signal (`dispatched` or `running`); `retried` is present once
+// an operator had a step of an unknown outcome run again (the latest such retry).
 type Representation = Operation
+
+// ResolveConflict defines model for ResolveConflict.
+type ResolveConflict = ResolveConflictProblem
 
 // ResolvedRepresentation The representation, always the fold of the operation's facts. `terminal` is
 // true exactly for `succeeded`, `failed` and `canceled`; `result` appears only
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed; `awaiting` is present only while
-// the work waits for a signal (`dispatched` or `running`).
+// the work waits for a signal (`dispatched` or `running`); `retried` is present once
+// an operator had a step of an unknown outcome run again (the latest such retry).
 type ResolvedRepresentation = Operation
 
 // SignalAccepted The representation, always the fold of the operation's facts. `terminal` is
@@ -655,7 +916,8 @@ type ResolvedRepresentation = Operation
 // when `succeeded`; `problem` only when `failed` or `outcome_unknown`;
 // `observedAt` is null until an executor has reported (never invented);
 // `progress` is absent until a step has completed; `awaiting` is present only while
-// the work waits for a signal (`dispatched` or `running`).
+// the work waits for a signal (`dispatched` or `running`); `retried` is present once
+// an operator had a step of an unknown outcome run again (the latest such retry).
 type SignalAccepted = Operation
 
 // SignalBadRequest defines model for SignalBadRequest.
@@ -685,6 +947,15 @@ type Resolve = ResolveRequest
 // Signal A signal's data: a JSON object the signal's `schema` (`GET /v1/operation-types/{name}`) judges.
 type Signal = SignalData
 
+// ListAttentionParams defines parameters for ListAttention.
+type ListAttentionParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page of the attention queue; opaque. One the API did not write is `400 invalid_input`.
+	Cursor *AttentionCursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListOperationsParams defines parameters for ListOperations.
 type ListOperationsParams struct {
 	// State Only operations currently in this state.
@@ -692,6 +963,15 @@ type ListOperationsParams struct {
 
 	// Type Only operations of this type.
 	Type *TypeFilter `form:"type,omitempty" json:"type,omitempty"`
+
+	// Target Only operations whose canonical target (the representation's `target`, e.g. `demo:build-42`) begins with this, compared character for character: `demo:` lists every target of the namespace `demo`.
+	Target *TargetPrefixFilter `form:"target,omitempty" json:"target,omitempty"`
+
+	// CreatedAfter Only operations created at or after this instant (RFC 3339, e.g. `2026-11-30T10:00:00Z`; compared to the millisecond, finer digits dropped), from 1970 on.
+	CreatedAfter *CreatedAfterFilter `form:"createdAfter,omitempty" json:"createdAfter,omitempty"`
+
+	// CreatedBefore Only operations created strictly before this instant (RFC 3339; compared to the millisecond, finer digits dropped). With `createdAfter`, it must be later than that (`400 invalid_input` otherwise).
+	CreatedBefore *CreatedBeforeFilter `form:"createdBefore,omitempty" json:"createdBefore,omitempty"`
 
 	// Limit Page size.
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
@@ -710,6 +990,12 @@ type AdmitOperationParams struct {
 type CancelOperationParams struct {
 	// IfMatch The version the caller last saw, as the quoted decimal the `ETag` carries. When it is not the current version the request (a cancel, a signal) is `412 version_mismatch`.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ResolveOperationParams defines parameters for ResolveOperation.
+type ResolveOperationParams struct {
+	// IfMatch The version the operator last saw, as the quoted decimal the `ETag` carries: the resolution is recorded only while the operation is still at that version (`412 version_mismatch` otherwise). Optional with `succeeded` and `failed`; required with `retry` (`400 invalid_input` without it), so a step is run again only on the history the operator looked at.
+	IfMatch *ResolveIfMatch `json:"If-Match,omitempty"`
 }
 
 // SignalOperationParams defines parameters for SignalOperation.
@@ -807,6 +1093,19 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListAttention The attention queue (operator only)
+	//
+	// Every tenant's operations in `outcome_unknown`, oldest first (by when the
+	// outcome became unknown), each with its tenant: the operations waiting for an
+	// operator to resolve them (`POST /v1/operations/{operationId}/resolve`). Read
+	// from an index that holds exactly those operations, so a page costs what it
+	// returns. A cursor is opaque; `nextCursor` is null on the last page. Anyone but
+	// an operator gets `403 forbidden`; an invalid query parameter or cursor is `400
+	// invalid_input` and nothing is read.
+	//
+	// Corresponds with GET /v1/attention (the `ListAttention` operationId).
+	ListAttention(ctx context.Context, params *ListAttentionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeliverCallbackWithBody Send a signal through a callback URL (no credentials)
 	//
 	// The URL a worker hands a third party (an e-signature service, a payment
@@ -902,9 +1201,20 @@ type ClientInterface interface {
 
 	// ListOperations List the caller's operations
 	//
-	// The caller's operations, newest first. A cursor is opaque and bound to the
-	// caller's scope; `nextCursor` is null on the last page. An invalid query
-	// parameter or cursor is `400 invalid_input`.
+	// The caller's operations, newest first, filtered by every parameter given (all
+	// of them must hold). A cursor is opaque and bound to the caller's scope and to
+	// the filters it was made with; `nextCursor` is null on the last page. An invalid
+	// query parameter or cursor (a `createdBefore` not later than `createdAfter`
+	// included) is `400 invalid_input`, with a pointer naming the parameter
+	// (`/createdAfter`), and nothing is read.
+	//
+	// `createdAfter` and `createdBefore` bound `createdAt` (at or after the first,
+	// strictly before the second, compared to the millisecond). They are cheap: ids
+	// are ULIDs whose time prefix is the creation time, so the API reads only the ids
+	// minted in the window (and a minute either side of it), never the caller's whole
+	// history. `state`, `type` and `target` filter what is read: a page of a rare
+	// match may come back short (even empty) with a `nextCursor`, after at most ten
+	// index pages of work; follow it.
 	//
 	// Corresponds with GET /v1/operations (the `ListOperations` operationId).
 	ListOperations(ctx context.Context, params *ListOperationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1003,7 +1313,7 @@ type ClientInterface interface {
 	// worker asked for while the work waits (at most an hour), and 30 seconds in
 	// `outcome_unknown`. An operation of another scope, or
 	// none at all (including a malformed id), is `404 not_found` with the same body
-	// either way.
+	// either way; an operator sees every tenant's operations.
 	//
 	// Corresponds with GET /v1/operations/{operationId} (the `GetOperation` operationId).
 	GetOperation(ctx context.Context, operationID OperationIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1020,36 +1330,90 @@ type ClientInterface interface {
 	// * `412 version_mismatch` when `If-Match` is not the current version.
 	// * `404 not_found` for an operation of another scope or none at all.
 	//
+	// An operator may cancel any tenant's operation.
+	//
 	// Corresponds with POST /v1/operations/{operationId}/cancel (the `CancelOperation` operationId).
 	CancelOperation(ctx context.Context, operationID OperationIDPath, params *CancelOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetOperationHistory Read an operation's history
+	//
+	// Every fact recorded about the operation, oldest first, each with the state it
+	// led to: what happened, when, and who recorded it (`by`). The history is what
+	// the representation is folded from, so its last entry's `version` and `state`
+	// are the representation's (`ETag` carries the version). Visible exactly as `GET
+	// /v1/operations/{operationId}` is: an operation of another scope, or none at all
+	// (including a malformed id), is `404 not_found` with the same body either way;
+	// an operator sees every tenant's operations.
+	//
+	// Only public members are shown: never the execution an operation runs in, a
+	// step's lease, an idempotency key or anything of the provider's. `actor` (who
+	// recorded a client's or an operator's fact) is shown to operators only, and an IAM
+	// principal in it without its `arn:<partition>:<service>:<region>:` prefix
+	// (`111122223333:assumed-role/ops`). A signal's data is shown to whoever may read
+	// the operation.
+	//
+	// The history is not paged: an operation's facts are few (about one per step that
+	// reported progress, plus its signals and its lifecycle), bounded by its type's
+	// `maxSteps`.
+	//
+	// Corresponds with GET /v1/operations/{operationId}/history (the `GetOperationHistory` operationId).
+	GetOperationHistory(ctx context.Context, operationID OperationIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ResolveOperationWithBody Resolve an outcome_unknown operation (operator only)
 	//
-	// Records an operator's reconciliation of an operation in `outcome_unknown`: it
-	// becomes `succeeded` (optionally with a `result`) or `failed` (optionally with a
-	// `problem`). Normal callers get `403 forbidden`. An operation in any state other
-	// than `outcome_unknown` is `409 already_terminal`. The body must be UTF-8 JSON as
-	// for an admission (`415 unsupported_media_type` otherwise; a missing
-	// `Content-Type` is `400 invalid_input`).
+	// Records an operator's reconciliation of an operation in `outcome_unknown`, of
+	// any tenant: it becomes `succeeded` (optionally with a `result`) or `failed`
+	// (optionally with a `problem`), or, with `retry`, the step whose outcome was
+	// unknown runs again with the same (`operationId`, step) identity (the worker is
+	// told it is attempt 2, 3, …) and the operation goes back to `running`.
+	// Normal callers get `403 forbidden`. The body must be UTF-8 JSON as for an
+	// admission (`415 unsupported_media_type` otherwise; a missing `Content-Type` is
+	// `400 invalid_input`).
+	//
+	// * `200` with the representation after the resolution.
+	// * `400 invalid_input` for a body that is not a resolution, and for a `retry`
+	//   without `If-Match`: a step is run again only on the version the operator
+	//   looked at.
+	// * `409 already_terminal` when the operation is not `outcome_unknown`.
+	// * `409 deadline_passed` (retry only) when the operation's deadline has passed:
+	//   a retry would fail at once. Resolve it as succeeded or failed.
+	// * `409 not_retryable` (retry only) when which step's outcome is unknown, or the
+	//   state it was given, was not recorded (its execution ended without saying).
+	//   Resolve it as succeeded or failed.
+	// * `412 version_mismatch` when `If-Match` is not the current version.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-	ResolveOperationWithBody(ctx context.Context, operationID OperationIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ResolveOperationWithBody(ctx context.Context, operationID OperationIDPath, params *ResolveOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResolveOperation Resolve an outcome_unknown operation (operator only)
 	//
-	// Records an operator's reconciliation of an operation in `outcome_unknown`: it
-	// becomes `succeeded` (optionally with a `result`) or `failed` (optionally with a
-	// `problem`). Normal callers get `403 forbidden`. An operation in any state other
-	// than `outcome_unknown` is `409 already_terminal`. The body must be UTF-8 JSON as
-	// for an admission (`415 unsupported_media_type` otherwise; a missing
-	// `Content-Type` is `400 invalid_input`).
+	// Records an operator's reconciliation of an operation in `outcome_unknown`, of
+	// any tenant: it becomes `succeeded` (optionally with a `result`) or `failed`
+	// (optionally with a `problem`), or, with `retry`, the step whose outcome was
+	// unknown runs again with the same (`operationId`, step) identity (the worker is
+	// told it is attempt 2, 3, …) and the operation goes back to `running`.
+	// Normal callers get `403 forbidden`. The body must be UTF-8 JSON as for an
+	// admission (`415 unsupported_media_type` otherwise; a missing `Content-Type` is
+	// `400 invalid_input`).
+	//
+	// * `200` with the representation after the resolution.
+	// * `400 invalid_input` for a body that is not a resolution, and for a `retry`
+	//   without `If-Match`: a step is run again only on the version the operator
+	//   looked at.
+	// * `409 already_terminal` when the operation is not `outcome_unknown`.
+	// * `409 deadline_passed` (retry only) when the operation's deadline has passed:
+	//   a retry would fail at once. Resolve it as succeeded or failed.
+	// * `409 not_retryable` (retry only) when which step's outcome is unknown, or the
+	//   state it was given, was not recorded (its execution ended without saying).
+	//   Resolve it as succeeded or failed.
+	// * `412 version_mismatch` when `If-Match` is not the current version.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-	ResolveOperation(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ResolveOperation(ctx context.Context, operationID OperationIDPath, params *ResolveOperationParams, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SignalOperationWithBody Send a signal to an operation
 	//
@@ -1130,6 +1494,44 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
 	SignalOperation(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetStats Operations in flight and waiting, across tenants (operator only)
+	//
+	// How many operations are in flight, by state, how many wait for an operator
+	// (`outcome_unknown`), and the oldest in flight with its tenant, as of `asOf`.
+	// Computed from the indexes, never a scan of the table, within bounded work: at
+	// most 250 in-flight operations of each of the 8 partitions of the index that
+	// holds them have their state read, and at most 10 pages of the attention index
+	// are counted. When a bound is hit, `partial` is true: the counts are then lower
+	// bounds, and `oldestInFlight` is the oldest among those read. docs/operator-api.md
+	// says what a call costs. Anyone but an operator gets `403 forbidden`; a query
+	// parameter (it takes none) is `400 invalid_input`.
+	//
+	// Corresponds with GET /v1/stats (the `GetStats` operationId).
+	GetStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListAttention The attention queue (operator only)
+//
+// Every tenant's operations in `outcome_unknown`, oldest first (by when the
+// outcome became unknown), each with its tenant: the operations waiting for an
+// operator to resolve them (`POST /v1/operations/{operationId}/resolve`). Read
+// from an index that holds exactly those operations, so a page costs what it
+// returns. A cursor is opaque; `nextCursor` is null on the last page. Anyone but
+// an operator gets `403 forbidden`; an invalid query parameter or cursor is `400
+// invalid_input` and nothing is read.
+//
+// Corresponds with GET /v1/attention (the `ListAttention` operationId).
+func (c *Client) ListAttention(ctx context.Context, params *ListAttentionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAttentionRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // DeliverCallbackWithBody Send a signal through a callback URL (no credentials)
@@ -1267,9 +1669,20 @@ func (c *Client) GetOperationType(ctx context.Context, name OperationTypeNamePat
 
 // ListOperations List the caller's operations
 //
-// The caller's operations, newest first. A cursor is opaque and bound to the
-// caller's scope; `nextCursor` is null on the last page. An invalid query
-// parameter or cursor is `400 invalid_input`.
+// The caller's operations, newest first, filtered by every parameter given (all
+// of them must hold). A cursor is opaque and bound to the caller's scope and to
+// the filters it was made with; `nextCursor` is null on the last page. An invalid
+// query parameter or cursor (a `createdBefore` not later than `createdAfter`
+// included) is `400 invalid_input`, with a pointer naming the parameter
+// (`/createdAfter`), and nothing is read.
+//
+// `createdAfter` and `createdBefore` bound `createdAt` (at or after the first,
+// strictly before the second, compared to the millisecond). They are cheap: ids
+// are ULIDs whose time prefix is the creation time, so the API reads only the ids
+// minted in the window (and a minute either side of it), never the caller's whole
+// history. `state`, `type` and `target` filter what is read: a page of a rare
+// match may come back short (even empty) with a `nextCursor`, after at most ten
+// index pages of work; follow it.
 //
 // Corresponds with GET /v1/operations (the `ListOperations` operationId).
 func (c *Client) ListOperations(ctx context.Context, params *ListOperationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1398,7 +1811,7 @@ func (c *Client) AdmitOperation(ctx context.Context, params *AdmitOperationParam
 // worker asked for while the work waits (at most an hour), and 30 seconds in
 // `outcome_unknown`. An operation of another scope, or
 // none at all (including a malformed id), is `404 not_found` with the same body
-// either way.
+// either way; an operator sees every tenant's operations.
 //
 // Corresponds with GET /v1/operations/{operationId} (the `GetOperation` operationId).
 func (c *Client) GetOperation(ctx context.Context, operationID OperationIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1425,6 +1838,8 @@ func (c *Client) GetOperation(ctx context.Context, operationID OperationIDPath, 
 //   - `412 version_mismatch` when `If-Match` is not the current version.
 //   - `404 not_found` for an operation of another scope or none at all.
 //
+// An operator may cancel any tenant's operation.
+//
 // Corresponds with POST /v1/operations/{operationId}/cancel (the `CancelOperation` operationId).
 func (c *Client) CancelOperation(ctx context.Context, operationID OperationIDPath, params *CancelOperationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelOperationRequest(c.Server, operationID, params)
@@ -1438,20 +1853,68 @@ func (c *Client) CancelOperation(ctx context.Context, operationID OperationIDPat
 	return c.Client.Do(req)
 }
 
+// GetOperationHistory Read an operation's history
+//
+// Every fact recorded about the operation, oldest first, each with the state it
+// led to: what happened, when, and who recorded it (`by`). The history is what
+// the representation is folded from, so its last entry's `version` and `state`
+// are the representation's (`ETag` carries the version). Visible exactly as `GET
+// /v1/operations/{operationId}` is: an operation of another scope, or none at all
+// (including a malformed id), is `404 not_found` with the same body either way;
+// an operator sees every tenant's operations.
+//
+// Only public members are shown: never the execution an operation runs in, a
+// step's lease, an idempotency key or anything of the provider's. `actor` (who
+// recorded a client's or an operator's fact) is shown to operators only, and an IAM
+// principal in it without its `arn:<partition>:<service>:<region>:` prefix
+// (`111122223333:assumed-role/ops`). A signal's data is shown to whoever may read
+// the operation.
+//
+// The history is not paged: an operation's facts are few (about one per step that
+// reported progress, plus its signals and its lifecycle), bounded by its type's
+// `maxSteps`.
+//
+// Corresponds with GET /v1/operations/{operationId}/history (the `GetOperationHistory` operationId).
+func (c *Client) GetOperationHistory(ctx context.Context, operationID OperationIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOperationHistoryRequest(c.Server, operationID)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ResolveOperationWithBody Resolve an outcome_unknown operation (operator only)
 //
-// Records an operator's reconciliation of an operation in `outcome_unknown`: it
-// becomes `succeeded` (optionally with a `result`) or `failed` (optionally with a
-// `problem`). Normal callers get `403 forbidden`. An operation in any state other
-// than `outcome_unknown` is `409 already_terminal`. The body must be UTF-8 JSON as
-// for an admission (`415 unsupported_media_type` otherwise; a missing
-// `Content-Type` is `400 invalid_input`).
+// Records an operator's reconciliation of an operation in `outcome_unknown`, of
+// any tenant: it becomes `succeeded` (optionally with a `result`) or `failed`
+// (optionally with a `problem`), or, with `retry`, the step whose outcome was
+// unknown runs again with the same (`operationId`, step) identity (the worker is
+// told it is attempt 2, 3, …) and the operation goes back to `running`.
+// Normal callers get `403 forbidden`. The body must be UTF-8 JSON as for an
+// admission (`415 unsupported_media_type` otherwise; a missing `Content-Type` is
+// `400 invalid_input`).
+//
+//   - `200` with the representation after the resolution.
+//   - `400 invalid_input` for a body that is not a resolution, and for a `retry`
+//     without `If-Match`: a step is run again only on the version the operator
+//     looked at.
+//   - `409 already_terminal` when the operation is not `outcome_unknown`.
+//   - `409 deadline_passed` (retry only) when the operation's deadline has passed:
+//     a retry would fail at once. Resolve it as succeeded or failed.
+//   - `409 not_retryable` (retry only) when which step's outcome is unknown, or the
+//     state it was given, was not recorded (its execution ended without saying).
+//     Resolve it as succeeded or failed.
+//   - `412 version_mismatch` when `If-Match` is not the current version.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-func (c *Client) ResolveOperationWithBody(ctx context.Context, operationID OperationIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewResolveOperationRequestWithBody(c.Server, operationID, contentType, body)
+func (c *Client) ResolveOperationWithBody(ctx context.Context, operationID OperationIDPath, params *ResolveOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveOperationRequestWithBody(c.Server, operationID, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1464,18 +1927,32 @@ func (c *Client) ResolveOperationWithBody(ctx context.Context, operationID Opera
 
 // ResolveOperation Resolve an outcome_unknown operation (operator only)
 //
-// Records an operator's reconciliation of an operation in `outcome_unknown`: it
-// becomes `succeeded` (optionally with a `result`) or `failed` (optionally with a
-// `problem`). Normal callers get `403 forbidden`. An operation in any state other
-// than `outcome_unknown` is `409 already_terminal`. The body must be UTF-8 JSON as
-// for an admission (`415 unsupported_media_type` otherwise; a missing
-// `Content-Type` is `400 invalid_input`).
+// Records an operator's reconciliation of an operation in `outcome_unknown`, of
+// any tenant: it becomes `succeeded` (optionally with a `result`) or `failed`
+// (optionally with a `problem`), or, with `retry`, the step whose outcome was
+// unknown runs again with the same (`operationId`, step) identity (the worker is
+// told it is attempt 2, 3, …) and the operation goes back to `running`.
+// Normal callers get `403 forbidden`. The body must be UTF-8 JSON as for an
+// admission (`415 unsupported_media_type` otherwise; a missing `Content-Type` is
+// `400 invalid_input`).
+//
+//   - `200` with the representation after the resolution.
+//   - `400 invalid_input` for a body that is not a resolution, and for a `retry`
+//     without `If-Match`: a step is run again only on the version the operator
+//     looked at.
+//   - `409 already_terminal` when the operation is not `outcome_unknown`.
+//   - `409 deadline_passed` (retry only) when the operation's deadline has passed:
+//     a retry would fail at once. Resolve it as succeeded or failed.
+//   - `409 not_retryable` (retry only) when which step's outcome is unknown, or the
+//     state it was given, was not recorded (its execution ended without saying).
+//     Resolve it as succeeded or failed.
+//   - `412 version_mismatch` when `If-Match` is not the current version.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-func (c *Client) ResolveOperation(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewResolveOperationRequest(c.Server, operationID, body)
+func (c *Client) ResolveOperation(ctx context.Context, operationID OperationIDPath, params *ResolveOperationParams, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveOperationRequest(c.Server, operationID, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1584,6 +2061,97 @@ func (c *Client) SignalOperation(ctx context.Context, operationID OperationIDPat
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// GetStats Operations in flight and waiting, across tenants (operator only)
+//
+// How many operations are in flight, by state, how many wait for an operator
+// (`outcome_unknown`), and the oldest in flight with its tenant, as of `asOf`.
+// Computed from the indexes, never a scan of the table, within bounded work: at
+// most 250 in-flight operations of each of the 8 partitions of the index that
+// holds them have their state read, and at most 10 pages of the attention index
+// are counted. When a bound is hit, `partial` is true: the counts are then lower
+// bounds, and `oldestInFlight` is the oldest among those read. docs/operator-api.md
+// says what a call costs. Anyone but an operator gets `403 forbidden`; a query
+// parameter (it takes none) is `400 invalid_input`.
+//
+// Corresponds with GET /v1/stats (the `GetStats` operationId).
+func (c *Client) GetStats(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetStatsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// NewListAttentionRequest constructs an http.Request for the ListAttention method
+func NewListAttentionRequest(server string, params *ListAttentionParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/attention")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewDeliverCallbackRequest calls the generic DeliverCallback builder with application/json body
@@ -1737,6 +2305,42 @@ func NewListOperationsRequest(server string, params *ListOperationsParams) (*htt
 		if params.Type != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Target != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target", *params.Target, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdAfter", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "createdBefore", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1920,19 +2524,53 @@ func NewCancelOperationRequest(server string, operationID OperationIDPath, param
 	return req, nil
 }
 
+// NewGetOperationHistoryRequest constructs an http.Request for the GetOperationHistory method
+func NewGetOperationHistoryRequest(server string, operationID OperationIDPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "operationId", operationID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/operations/%s/history", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewResolveOperationRequest calls the generic ResolveOperation builder with application/json body
-func NewResolveOperationRequest(server string, operationID OperationIDPath, body ResolveOperationJSONRequestBody) (*http.Request, error) {
+func NewResolveOperationRequest(server string, operationID OperationIDPath, params *ResolveOperationParams, body ResolveOperationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewResolveOperationRequestWithBody(server, operationID, "application/json", bodyReader)
+	return NewResolveOperationRequestWithBody(server, operationID, params, "application/json", bodyReader)
 }
 
 // NewResolveOperationRequestWithBody constructs an http.Request for the ResolveOperation method, with any body, and a specified content type
-func NewResolveOperationRequestWithBody(server string, operationID OperationIDPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewResolveOperationRequestWithBody(server string, operationID OperationIDPath, params *ResolveOperationParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1963,6 +2601,21 @@ func NewResolveOperationRequestWithBody(server string, operationID OperationIDPa
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -2045,6 +2698,33 @@ func NewSignalOperationRequestWithBody(server string, operationID OperationIDPat
 	return req, nil
 }
 
+// NewGetStatsRequest constructs an http.Request for the GetStats method
+func NewGetStatsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/stats")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -2088,6 +2768,21 @@ func WithBaseURL(baseURL string) ClientOption {
 
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
+
+	// ListAttentionWithResponse The attention queue (operator only)
+	//
+	// Every tenant's operations in `outcome_unknown`, oldest first (by when the
+	// outcome became unknown), each with its tenant: the operations waiting for an
+	// operator to resolve them (`POST /v1/operations/{operationId}/resolve`). Read
+	// from an index that holds exactly those operations, so a page costs what it
+	// returns. A cursor is opaque; `nextCursor` is null on the last page. Anyone but
+	// an operator gets `403 forbidden`; an invalid query parameter or cursor is `400
+	// invalid_input` and nothing is read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/attention (the `ListAttention` operationId).
+	ListAttentionWithResponse(ctx context.Context, params *ListAttentionParams, reqEditors ...RequestEditorFn) (*ListAttentionResponse, error)
 
 	// DeliverCallbackWithBodyWithResponse Send a signal through a callback URL (no credentials)
 	//
@@ -2188,9 +2883,20 @@ type ClientWithResponsesInterface interface {
 
 	// ListOperationsWithResponse List the caller's operations
 	//
-	// The caller's operations, newest first. A cursor is opaque and bound to the
-	// caller's scope; `nextCursor` is null on the last page. An invalid query
-	// parameter or cursor is `400 invalid_input`.
+	// The caller's operations, newest first, filtered by every parameter given (all
+	// of them must hold). A cursor is opaque and bound to the caller's scope and to
+	// the filters it was made with; `nextCursor` is null on the last page. An invalid
+	// query parameter or cursor (a `createdBefore` not later than `createdAfter`
+	// included) is `400 invalid_input`, with a pointer naming the parameter
+	// (`/createdAfter`), and nothing is read.
+	//
+	// `createdAfter` and `createdBefore` bound `createdAt` (at or after the first,
+	// strictly before the second, compared to the millisecond). They are cheap: ids
+	// are ULIDs whose time prefix is the creation time, so the API reads only the ids
+	// minted in the window (and a minute either side of it), never the caller's whole
+	// history. `state`, `type` and `target` filter what is read: a page of a rare
+	// match may come back short (even empty) with a `nextCursor`, after at most ten
+	// index pages of work; follow it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2291,7 +2997,7 @@ type ClientWithResponsesInterface interface {
 	// worker asked for while the work waits (at most an hour), and 30 seconds in
 	// `outcome_unknown`. An operation of another scope, or
 	// none at all (including a malformed id), is `404 not_found` with the same body
-	// either way.
+	// either way; an operator sees every tenant's operations.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2310,38 +3016,94 @@ type ClientWithResponsesInterface interface {
 	// * `412 version_mismatch` when `If-Match` is not the current version.
 	// * `404 not_found` for an operation of another scope or none at all.
 	//
+	// An operator may cancel any tenant's operation.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/operations/{operationId}/cancel (the `CancelOperation` operationId).
 	CancelOperationWithResponse(ctx context.Context, operationID OperationIDPath, params *CancelOperationParams, reqEditors ...RequestEditorFn) (*CancelOperationResponse, error)
 
+	// GetOperationHistoryWithResponse Read an operation's history
+	//
+	// Every fact recorded about the operation, oldest first, each with the state it
+	// led to: what happened, when, and who recorded it (`by`). The history is what
+	// the representation is folded from, so its last entry's `version` and `state`
+	// are the representation's (`ETag` carries the version). Visible exactly as `GET
+	// /v1/operations/{operationId}` is: an operation of another scope, or none at all
+	// (including a malformed id), is `404 not_found` with the same body either way;
+	// an operator sees every tenant's operations.
+	//
+	// Only public members are shown: never the execution an operation runs in, a
+	// step's lease, an idempotency key or anything of the provider's. `actor` (who
+	// recorded a client's or an operator's fact) is shown to operators only, and an IAM
+	// principal in it without its `arn:<partition>:<service>:<region>:` prefix
+	// (`111122223333:assumed-role/ops`). A signal's data is shown to whoever may read
+	// the operation.
+	//
+	// The history is not paged: an operation's facts are few (about one per step that
+	// reported progress, plus its signals and its lifecycle), bounded by its type's
+	// `maxSteps`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/operations/{operationId}/history (the `GetOperationHistory` operationId).
+	GetOperationHistoryWithResponse(ctx context.Context, operationID OperationIDPath, reqEditors ...RequestEditorFn) (*GetOperationHistoryResponse, error)
+
 	// ResolveOperationWithBodyWithResponse Resolve an outcome_unknown operation (operator only)
 	//
-	// Records an operator's reconciliation of an operation in `outcome_unknown`: it
-	// becomes `succeeded` (optionally with a `result`) or `failed` (optionally with a
-	// `problem`). Normal callers get `403 forbidden`. An operation in any state other
-	// than `outcome_unknown` is `409 already_terminal`. The body must be UTF-8 JSON as
-	// for an admission (`415 unsupported_media_type` otherwise; a missing
-	// `Content-Type` is `400 invalid_input`).
+	// Records an operator's reconciliation of an operation in `outcome_unknown`, of
+	// any tenant: it becomes `succeeded` (optionally with a `result`) or `failed`
+	// (optionally with a `problem`), or, with `retry`, the step whose outcome was
+	// unknown runs again with the same (`operationId`, step) identity (the worker is
+	// told it is attempt 2, 3, …) and the operation goes back to `running`.
+	// Normal callers get `403 forbidden`. The body must be UTF-8 JSON as for an
+	// admission (`415 unsupported_media_type` otherwise; a missing `Content-Type` is
+	// `400 invalid_input`).
+	//
+	// * `200` with the representation after the resolution.
+	// * `400 invalid_input` for a body that is not a resolution, and for a `retry`
+	//   without `If-Match`: a step is run again only on the version the operator
+	//   looked at.
+	// * `409 already_terminal` when the operation is not `outcome_unknown`.
+	// * `409 deadline_passed` (retry only) when the operation's deadline has passed:
+	//   a retry would fail at once. Resolve it as succeeded or failed.
+	// * `409 not_retryable` (retry only) when which step's outcome is unknown, or the
+	//   state it was given, was not recorded (its execution ended without saying).
+	//   Resolve it as succeeded or failed.
+	// * `412 version_mismatch` when `If-Match` is not the current version.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-	ResolveOperationWithBodyWithResponse(ctx context.Context, operationID OperationIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error)
+	ResolveOperationWithBodyWithResponse(ctx context.Context, operationID OperationIDPath, params *ResolveOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error)
 
 	// ResolveOperationWithResponse Resolve an outcome_unknown operation (operator only)
 	//
-	// Records an operator's reconciliation of an operation in `outcome_unknown`: it
-	// becomes `succeeded` (optionally with a `result`) or `failed` (optionally with a
-	// `problem`). Normal callers get `403 forbidden`. An operation in any state other
-	// than `outcome_unknown` is `409 already_terminal`. The body must be UTF-8 JSON as
-	// for an admission (`415 unsupported_media_type` otherwise; a missing
-	// `Content-Type` is `400 invalid_input`).
+	// Records an operator's reconciliation of an operation in `outcome_unknown`, of
+	// any tenant: it becomes `succeeded` (optionally with a `result`) or `failed`
+	// (optionally with a `problem`), or, with `retry`, the step whose outcome was
+	// unknown runs again with the same (`operationId`, step) identity (the worker is
+	// told it is attempt 2, 3, …) and the operation goes back to `running`.
+	// Normal callers get `403 forbidden`. The body must be UTF-8 JSON as for an
+	// admission (`415 unsupported_media_type` otherwise; a missing `Content-Type` is
+	// `400 invalid_input`).
+	//
+	// * `200` with the representation after the resolution.
+	// * `400 invalid_input` for a body that is not a resolution, and for a `retry`
+	//   without `If-Match`: a step is run again only on the version the operator
+	//   looked at.
+	// * `409 already_terminal` when the operation is not `outcome_unknown`.
+	// * `409 deadline_passed` (retry only) when the operation's deadline has passed:
+	//   a retry would fail at once. Resolve it as succeeded or failed.
+	// * `409 not_retryable` (retry only) when which step's outcome is unknown, or the
+	//   state it was given, was not recorded (its execution ended without saying).
+	//   Resolve it as succeeded or failed.
+	// * `412 version_mismatch` when `If-Match` is not the current version.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-	ResolveOperationWithResponse(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error)
+	ResolveOperationWithResponse(ctx context.Context, operationID OperationIDPath, params *ResolveOperationParams, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error)
 
 	// SignalOperationWithBodyWithResponse Send a signal to an operation
 	//
@@ -2422,6 +3184,158 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/operations/{operationId}/signals/{signal} (the `SignalOperation` operationId).
 	SignalOperationWithResponse(ctx context.Context, operationID OperationIDPath, signal SignalNamePath, params *SignalOperationParams, body SignalOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*SignalOperationResponse, error)
+
+	// GetStatsWithResponse Operations in flight and waiting, across tenants (operator only)
+	//
+	// How many operations are in flight, by state, how many wait for an operator
+	// (`outcome_unknown`), and the oldest in flight with its tenant, as of `asOf`.
+	// Computed from the indexes, never a scan of the table, within bounded work: at
+	// most 250 in-flight operations of each of the 8 partitions of the index that
+	// holds them have their state read, and at most 10 pages of the attention index
+	// are counted. When a bound is hit, `partial` is true: the counts are then lower
+	// bounds, and `oldestInFlight` is the oldest among those read. docs/operator-api.md
+	// says what a call costs. Anyone but an operator gets `403 forbidden`; a query
+	// parameter (it takes none) is `400 invalid_input`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/stats (the `GetStats` operationId).
+	GetStatsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetStatsResponse, error)
+}
+
+// ListAttentionResponse200Headers the declared response headers of an HTTP 200 response for ListAttention
+type ListAttentionResponse200Headers struct {
+	CacheControl string
+	XRequestID   RequestID
+}
+
+// ListAttentionResponse400Headers the declared response headers of an HTTP 400 response for ListAttention
+type ListAttentionResponse400Headers struct {
+	XRequestID RequestID
+}
+
+// ListAttentionResponse401Headers the declared response headers of an HTTP 401 response for ListAttention
+type ListAttentionResponse401Headers struct {
+	XRequestID RequestID
+}
+
+// ListAttentionResponse403Headers the declared response headers of an HTTP 403 response for ListAttention
+type ListAttentionResponse403Headers struct {
+	XRequestID RequestID
+}
+
+// ListAttentionResponse405Headers the declared response headers of an HTTP 405 response for ListAttention
+type ListAttentionResponse405Headers struct {
+	Allow      string
+	XRequestID RequestID
+}
+
+// ListAttentionResponse500Headers the declared response headers of an HTTP 500 response for ListAttention
+type ListAttentionResponse500Headers struct {
+	XRequestID RequestID
+}
+
+// ListAttentionResponse503Headers the declared response headers of an HTTP 503 response for ListAttention
+type ListAttentionResponse503Headers struct {
+	RetryAfter int
+	XRequestID RequestID
+}
+
+type ListAttentionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AttentionPage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *InvalidInput
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthenticated
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationProblemJSON405 *MethodNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListAttentionResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListAttentionResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAttentionResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ListAttentionResponse403Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *ListAttentionResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListAttentionResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAttentionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAttentionResponse) GetJSON200() *AttentionPage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListAttentionResponse) GetApplicationProblemJSON400() *InvalidInput {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListAttentionResponse) GetApplicationProblemJSON401() *Unauthenticated {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListAttentionResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r ListAttentionResponse) GetApplicationProblemJSON405() *MethodNotAllowed {
+	return r.ApplicationProblemJSON405
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListAttentionResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAttentionResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAttentionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAttentionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAttentionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAttentionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // DeliverCallbackResponse202Headers the declared response headers of an HTTP 202 response for DeliverCallback
@@ -3407,6 +4321,128 @@ func (r CancelOperationResponse) ContentType() string {
 	return ""
 }
 
+// GetOperationHistoryResponse200Headers the declared response headers of an HTTP 200 response for GetOperationHistory
+type GetOperationHistoryResponse200Headers struct {
+	CacheControl string
+	ETag         ETagValue
+	XRequestID   RequestID
+}
+
+// GetOperationHistoryResponse401Headers the declared response headers of an HTTP 401 response for GetOperationHistory
+type GetOperationHistoryResponse401Headers struct {
+	XRequestID RequestID
+}
+
+// GetOperationHistoryResponse404Headers the declared response headers of an HTTP 404 response for GetOperationHistory
+type GetOperationHistoryResponse404Headers struct {
+	XRequestID RequestID
+}
+
+// GetOperationHistoryResponse405Headers the declared response headers of an HTTP 405 response for GetOperationHistory
+type GetOperationHistoryResponse405Headers struct {
+	Allow      string
+	XRequestID RequestID
+}
+
+// GetOperationHistoryResponse500Headers the declared response headers of an HTTP 500 response for GetOperationHistory
+type GetOperationHistoryResponse500Headers struct {
+	XRequestID RequestID
+}
+
+// GetOperationHistoryResponse503Headers the declared response headers of an HTTP 503 response for GetOperationHistory
+type GetOperationHistoryResponse503Headers struct {
+	RetryAfter int
+	XRequestID RequestID
+}
+
+type GetOperationHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *History
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthenticated
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationProblemJSON405 *MethodNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetOperationHistoryResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOperationHistoryResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetOperationHistoryResponse404Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetOperationHistoryResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetOperationHistoryResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOperationHistoryResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOperationHistoryResponse) GetJSON200() *History {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetOperationHistoryResponse) GetApplicationProblemJSON401() *Unauthenticated {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetOperationHistoryResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r GetOperationHistoryResponse) GetApplicationProblemJSON405() *MethodNotAllowed {
+	return r.ApplicationProblemJSON405
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetOperationHistoryResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetOperationHistoryResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOperationHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOperationHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOperationHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOperationHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ResolveOperationResponse200Headers the declared response headers of an HTTP 200 response for ResolveOperation
 type ResolveOperationResponse200Headers struct {
 	CacheControl *string
@@ -3442,6 +4478,11 @@ type ResolveOperationResponse405Headers struct {
 
 // ResolveOperationResponse409Headers the declared response headers of an HTTP 409 response for ResolveOperation
 type ResolveOperationResponse409Headers struct {
+	XRequestID RequestID
+}
+
+// ResolveOperationResponse412Headers the declared response headers of an HTTP 412 response for ResolveOperation
+type ResolveOperationResponse412Headers struct {
 	XRequestID RequestID
 }
 
@@ -3482,7 +4523,9 @@ type ResolveOperationResponse struct {
 	// ApplicationProblemJSON405 the response for an HTTP 405 `application/problem+json` response
 	ApplicationProblemJSON405 *MethodNotAllowed
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationProblemJSON409 *AlreadyTerminal
+	ApplicationProblemJSON409 *ResolveConflict
+	// ApplicationProblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationProblemJSON412 *VersionMismatch
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -3505,6 +4548,8 @@ type ResolveOperationResponse struct {
 	Headers405 *ResolveOperationResponse405Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResolveOperationResponse409Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *ResolveOperationResponse412Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *ResolveOperationResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -3546,8 +4591,13 @@ func (r ResolveOperationResponse) GetApplicationProblemJSON405() *MethodNotAllow
 }
 
 // GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r ResolveOperationResponse) GetApplicationProblemJSON409() *AlreadyTerminal {
+func (r ResolveOperationResponse) GetApplicationProblemJSON409() *ResolveConflict {
 	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r ResolveOperationResponse) GetApplicationProblemJSON412() *VersionMismatch {
+	return r.ApplicationProblemJSON412
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -3808,6 +4858,162 @@ func (r SignalOperationResponse) ContentType() string {
 	return ""
 }
 
+// GetStatsResponse200Headers the declared response headers of an HTTP 200 response for GetStats
+type GetStatsResponse200Headers struct {
+	CacheControl string
+	XRequestID   RequestID
+}
+
+// GetStatsResponse400Headers the declared response headers of an HTTP 400 response for GetStats
+type GetStatsResponse400Headers struct {
+	XRequestID RequestID
+}
+
+// GetStatsResponse401Headers the declared response headers of an HTTP 401 response for GetStats
+type GetStatsResponse401Headers struct {
+	XRequestID RequestID
+}
+
+// GetStatsResponse403Headers the declared response headers of an HTTP 403 response for GetStats
+type GetStatsResponse403Headers struct {
+	XRequestID RequestID
+}
+
+// GetStatsResponse405Headers the declared response headers of an HTTP 405 response for GetStats
+type GetStatsResponse405Headers struct {
+	Allow      string
+	XRequestID RequestID
+}
+
+// GetStatsResponse500Headers the declared response headers of an HTTP 500 response for GetStats
+type GetStatsResponse500Headers struct {
+	XRequestID RequestID
+}
+
+// GetStatsResponse503Headers the declared response headers of an HTTP 503 response for GetStats
+type GetStatsResponse503Headers struct {
+	RetryAfter int
+	XRequestID RequestID
+}
+
+type GetStatsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Stats
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *InvalidInput
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthenticated
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationProblemJSON405 *MethodNotAllowed
+	// ApplicationProblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationProblemJSON500 *Internal
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetStatsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetStatsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetStatsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetStatsResponse403Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GetStatsResponse405Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetStatsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetStatsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetStatsResponse) GetJSON200() *Stats {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetStatsResponse) GetApplicationProblemJSON400() *InvalidInput {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetStatsResponse) GetApplicationProblemJSON401() *Unauthenticated {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetStatsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r GetStatsResponse) GetApplicationProblemJSON405() *MethodNotAllowed {
+	return r.ApplicationProblemJSON405
+}
+
+// GetApplicationProblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetStatsResponse) GetApplicationProblemJSON500() *Internal {
+	return r.ApplicationProblemJSON500
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetStatsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetStatsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetStatsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetStatsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetStatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAttentionWithResponse The attention queue (operator only)
+//
+// Every tenant's operations in `outcome_unknown`, oldest first (by when the
+// outcome became unknown), each with its tenant: the operations waiting for an
+// operator to resolve them (`POST /v1/operations/{operationId}/resolve`). Read
+// from an index that holds exactly those operations, so a page costs what it
+// returns. A cursor is opaque; `nextCursor` is null on the last page. Anyone but
+// an operator gets `403 forbidden`; an invalid query parameter or cursor is `400
+// invalid_input` and nothing is read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/attention (the `ListAttention` operationId).
+func (c *ClientWithResponses) ListAttentionWithResponse(ctx context.Context, params *ListAttentionParams, reqEditors ...RequestEditorFn) (*ListAttentionResponse, error) {
+	rsp, err := c.ListAttention(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAttentionResponse(rsp)
+}
+
 // DeliverCallbackWithBodyWithResponse Send a signal through a callback URL (no credentials)
 //
 // The URL a worker hands a third party (an e-signature service, a payment
@@ -3931,9 +5137,20 @@ func (c *ClientWithResponses) GetOperationTypeWithResponse(ctx context.Context, 
 
 // ListOperationsWithResponse List the caller's operations
 //
-// The caller's operations, newest first. A cursor is opaque and bound to the
-// caller's scope; `nextCursor` is null on the last page. An invalid query
-// parameter or cursor is `400 invalid_input`.
+// The caller's operations, newest first, filtered by every parameter given (all
+// of them must hold). A cursor is opaque and bound to the caller's scope and to
+// the filters it was made with; `nextCursor` is null on the last page. An invalid
+// query parameter or cursor (a `createdBefore` not later than `createdAfter`
+// included) is `400 invalid_input`, with a pointer naming the parameter
+// (`/createdAfter`), and nothing is read.
+//
+// `createdAfter` and `createdBefore` bound `createdAt` (at or after the first,
+// strictly before the second, compared to the millisecond). They are cheap: ids
+// are ULIDs whose time prefix is the creation time, so the API reads only the ids
+// minted in the window (and a minute either side of it), never the caller's whole
+// history. `state`, `type` and `target` filter what is read: a page of a rare
+// match may come back short (even empty) with a `nextCursor`, after at most ten
+// index pages of work; follow it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4052,7 +5269,7 @@ func (c *ClientWithResponses) AdmitOperationWithResponse(ctx context.Context, pa
 // worker asked for while the work waits (at most an hour), and 30 seconds in
 // `outcome_unknown`. An operation of another scope, or
 // none at all (including a malformed id), is `404 not_found` with the same body
-// either way.
+// either way; an operator sees every tenant's operations.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4077,6 +5294,8 @@ func (c *ClientWithResponses) GetOperationWithResponse(ctx context.Context, oper
 //   - `412 version_mismatch` when `If-Match` is not the current version.
 //   - `404 not_found` for an operation of another scope or none at all.
 //
+// An operator may cancel any tenant's operation.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/operations/{operationId}/cancel (the `CancelOperation` operationId).
@@ -4088,20 +5307,66 @@ func (c *ClientWithResponses) CancelOperationWithResponse(ctx context.Context, o
 	return ParseCancelOperationResponse(rsp)
 }
 
+// GetOperationHistoryWithResponse Read an operation's history
+//
+// Every fact recorded about the operation, oldest first, each with the state it
+// led to: what happened, when, and who recorded it (`by`). The history is what
+// the representation is folded from, so its last entry's `version` and `state`
+// are the representation's (`ETag` carries the version). Visible exactly as `GET
+// /v1/operations/{operationId}` is: an operation of another scope, or none at all
+// (including a malformed id), is `404 not_found` with the same body either way;
+// an operator sees every tenant's operations.
+//
+// Only public members are shown: never the execution an operation runs in, a
+// step's lease, an idempotency key or anything of the provider's. `actor` (who
+// recorded a client's or an operator's fact) is shown to operators only, and an IAM
+// principal in it without its `arn:<partition>:<service>:<region>:` prefix
+// (`111122223333:assumed-role/ops`). A signal's data is shown to whoever may read
+// the operation.
+//
+// The history is not paged: an operation's facts are few (about one per step that
+// reported progress, plus its signals and its lifecycle), bounded by its type's
+// `maxSteps`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/operations/{operationId}/history (the `GetOperationHistory` operationId).
+func (c *ClientWithResponses) GetOperationHistoryWithResponse(ctx context.Context, operationID OperationIDPath, reqEditors ...RequestEditorFn) (*GetOperationHistoryResponse, error) {
+	rsp, err := c.GetOperationHistory(ctx, operationID, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOperationHistoryResponse(rsp)
+}
+
 // ResolveOperationWithBodyWithResponse Resolve an outcome_unknown operation (operator only)
 //
-// Records an operator's reconciliation of an operation in `outcome_unknown`: it
-// becomes `succeeded` (optionally with a `result`) or `failed` (optionally with a
-// `problem`). Normal callers get `403 forbidden`. An operation in any state other
-// than `outcome_unknown` is `409 already_terminal`. The body must be UTF-8 JSON as
-// for an admission (`415 unsupported_media_type` otherwise; a missing
-// `Content-Type` is `400 invalid_input`).
+// Records an operator's reconciliation of an operation in `outcome_unknown`, of
+// any tenant: it becomes `succeeded` (optionally with a `result`) or `failed`
+// (optionally with a `problem`), or, with `retry`, the step whose outcome was
+// unknown runs again with the same (`operationId`, step) identity (the worker is
+// told it is attempt 2, 3, …) and the operation goes back to `running`.
+// Normal callers get `403 forbidden`. The body must be UTF-8 JSON as for an
+// admission (`415 unsupported_media_type` otherwise; a missing `Content-Type` is
+// `400 invalid_input`).
+//
+//   - `200` with the representation after the resolution.
+//   - `400 invalid_input` for a body that is not a resolution, and for a `retry`
+//     without `If-Match`: a step is run again only on the version the operator
+//     looked at.
+//   - `409 already_terminal` when the operation is not `outcome_unknown`.
+//   - `409 deadline_passed` (retry only) when the operation's deadline has passed:
+//     a retry would fail at once. Resolve it as succeeded or failed.
+//   - `409 not_retryable` (retry only) when which step's outcome is unknown, or the
+//     state it was given, was not recorded (its execution ended without saying).
+//     Resolve it as succeeded or failed.
+//   - `412 version_mismatch` when `If-Match` is not the current version.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-func (c *ClientWithResponses) ResolveOperationWithBodyWithResponse(ctx context.Context, operationID OperationIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error) {
-	rsp, err := c.ResolveOperationWithBody(ctx, operationID, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ResolveOperationWithBodyWithResponse(ctx context.Context, operationID OperationIDPath, params *ResolveOperationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error) {
+	rsp, err := c.ResolveOperationWithBody(ctx, operationID, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4110,18 +5375,32 @@ func (c *ClientWithResponses) ResolveOperationWithBodyWithResponse(ctx context.C
 
 // ResolveOperationWithResponse Resolve an outcome_unknown operation (operator only)
 //
-// Records an operator's reconciliation of an operation in `outcome_unknown`: it
-// becomes `succeeded` (optionally with a `result`) or `failed` (optionally with a
-// `problem`). Normal callers get `403 forbidden`. An operation in any state other
-// than `outcome_unknown` is `409 already_terminal`. The body must be UTF-8 JSON as
-// for an admission (`415 unsupported_media_type` otherwise; a missing
-// `Content-Type` is `400 invalid_input`).
+// Records an operator's reconciliation of an operation in `outcome_unknown`, of
+// any tenant: it becomes `succeeded` (optionally with a `result`) or `failed`
+// (optionally with a `problem`), or, with `retry`, the step whose outcome was
+// unknown runs again with the same (`operationId`, step) identity (the worker is
+// told it is attempt 2, 3, …) and the operation goes back to `running`.
+// Normal callers get `403 forbidden`. The body must be UTF-8 JSON as for an
+// admission (`415 unsupported_media_type` otherwise; a missing `Content-Type` is
+// `400 invalid_input`).
+//
+//   - `200` with the representation after the resolution.
+//   - `400 invalid_input` for a body that is not a resolution, and for a `retry`
+//     without `If-Match`: a step is run again only on the version the operator
+//     looked at.
+//   - `409 already_terminal` when the operation is not `outcome_unknown`.
+//   - `409 deadline_passed` (retry only) when the operation's deadline has passed:
+//     a retry would fail at once. Resolve it as succeeded or failed.
+//   - `409 not_retryable` (retry only) when which step's outcome is unknown, or the
+//     state it was given, was not recorded (its execution ended without saying).
+//     Resolve it as succeeded or failed.
+//   - `412 version_mismatch` when `If-Match` is not the current version.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/operations/{operationId}/resolve (the `ResolveOperation` operationId).
-func (c *ClientWithResponses) ResolveOperationWithResponse(ctx context.Context, operationID OperationIDPath, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error) {
-	rsp, err := c.ResolveOperation(ctx, operationID, body, reqEditors...)
+func (c *ClientWithResponses) ResolveOperationWithResponse(ctx context.Context, operationID OperationIDPath, params *ResolveOperationParams, body ResolveOperationJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOperationResponse, error) {
+	rsp, err := c.ResolveOperation(ctx, operationID, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -4218,6 +5497,191 @@ func (c *ClientWithResponses) SignalOperationWithResponse(ctx context.Context, o
 		return nil, err
 	}
 	return ParseSignalOperationResponse(rsp)
+}
+
+// GetStatsWithResponse Operations in flight and waiting, across tenants (operator only)
+//
+// How many operations are in flight, by state, how many wait for an operator
+// (`outcome_unknown`), and the oldest in flight with its tenant, as of `asOf`.
+// Computed from the indexes, never a scan of the table, within bounded work: at
+// most 250 in-flight operations of each of the 8 partitions of the index that
+// holds them have their state read, and at most 10 pages of the attention index
+// are counted. When a bound is hit, `partial` is true: the counts are then lower
+// bounds, and `oldestInFlight` is the oldest among those read. docs/operator-api.md
+// says what a call costs. Anyone but an operator gets `403 forbidden`; a query
+// parameter (it takes none) is `400 invalid_input`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/stats (the `GetStats` operationId).
+func (c *ClientWithResponses) GetStatsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetStatsResponse, error) {
+	rsp, err := c.GetStats(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetStatsResponse(rsp)
+}
+
+// ParseListAttentionResponse parses an HTTP response from a ListAttentionWithResponse call
+func ParseListAttentionResponse(rsp *http.Response) (*ListAttentionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAttentionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AttentionPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidInput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListAttentionResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListAttentionResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListAttentionResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers ListAttentionResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 405:
+		var headers ListAttentionResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListAttentionResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAttentionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseDeliverCallbackResponse parses an HTTP response from a DeliverCallbackWithResponse call
@@ -5458,6 +6922,158 @@ func ParseCancelOperationResponse(rsp *http.Response) (*CancelOperationResponse,
 	return response, nil
 }
 
+// ParseGetOperationHistoryResponse parses an HTTP response from a GetOperationHistoryWithResponse call
+func ParseGetOperationHistoryResponse(rsp *http.Response) (*GetOperationHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOperationHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest History
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetOperationHistoryResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value ETagValue
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetOperationHistoryResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetOperationHistoryResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetOperationHistoryResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetOperationHistoryResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOperationHistoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseResolveOperationResponse parses an HTTP response from a ResolveOperationWithResponse call
 func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -5515,11 +7131,18 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 		response.ApplicationProblemJSON405 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest AlreadyTerminal
+		var dest ResolveConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest VersionMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON412 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -5643,6 +7266,16 @@ func ParseResolveOperationResponse(rsp *http.Response) (*ResolveOperationRespons
 			headers.XRequestID = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 412:
+		var headers ResolveOperationResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers412 = &headers
 	case rsp.StatusCode == 413:
 		var headers ResolveOperationResponse413Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -5950,6 +7583,168 @@ func ParseSignalOperationResponse(rsp *http.Response) (*SignalOperationResponse,
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers SignalOperationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetStatsResponse parses an HTTP response from a GetStatsWithResponse call
+func ParseGetStatsResponse(rsp *http.Response) (*GetStatsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetStatsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Stats
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest InvalidInput
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest MethodNotAllowed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetStatsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetStatsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetStatsResponse401Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetStatsResponse403Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 405:
+		var headers GetStatsResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetStatsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value RequestID
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestID = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetStatsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -113,6 +113,7 @@ func run() error {
 	}
 	fmt.Fprintf(out, "\nlongrun local stack is up (%.1fs)\n", time.Since(started).Seconds())
 	fmt.Fprintf(out, "  API        %s/v1\n", stack.APIURL)
+	fmt.Fprintf(out, "  console    %s/console/   (sign in with a token below; docs/console.md)\n", stack.APIURL)
 	fmt.Fprintf(out, "  AWS edge   %s   (DynamoDB Local, Lambda, Step Functions, SQS, EventBridge)\n", stack.EdgeURL)
 	fmt.Fprintf(out, "  table      %s\n", stack.Table)
 	if opts.DynamoDBEndpoint != "" {

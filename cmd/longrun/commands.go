@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/longrun-dev/longrun/client"
 )
@@ -216,6 +217,9 @@ func (c *cli) signal(fs *flag.FlagSet) runner {
 func (c *cli) list(fs *flag.FlagSet) runner {
 	state := fs.String("state", "", "only operations in this state: accepted, dispatched, running, cancelling, succeeded, failed, canceled, outcome_unknown")
 	typ := fs.String("type", "", "only operations of this type")
+	target := fs.String("target", "", "only operations whose target begins with this `PREFIX` (e.g. demo:build-)")
+	after := timeFlag(fs, "created-after", "only operations created at or after this `time` (RFC 3339)")
+	before := timeFlag(fs, "created-before", "only operations created before this `time` (RFC 3339)")
 	limit := fs.Int("limit", 0, "operations per page, 1 to 100 (default: the API's, 20)")
 	cursor := fs.String("cursor", "", "start at this page (the cursor a previous list printed)")
 	all := fs.Bool("all", false, "every page, not just the first")
@@ -227,12 +231,15 @@ func (c *cli) list(fs *flag.FlagSet) runner {
 			return x.usageError("-state %q is not a state", *state)
 		case *limit < 0 || *limit > 100:
 			return x.usageError("-limit is 1 to 100")
+		case !after().IsZero() && !before().IsZero() && !after().Before(before()):
+			return x.usageError("-created-before must be later than -created-after")
 		}
 		api, code := x.client(ctx)
 		if api == nil {
 			return code
 		}
-		pager := api.NewListPager(&client.ListOptions{State: client.State(*state), Type: *typ, Limit: *limit, Cursor: *cursor})
+		pager := api.NewListPager(&client.ListOptions{State: client.State(*state), Type: *typ, Target: *target,
+			CreatedAfter: after(), CreatedBefore: before(), Limit: *limit, Cursor: *cursor})
 		ops, more := []client.Operation{}, ""
 		for page, err := range pager.Pages(ctx) {
 			if err != nil {
@@ -279,7 +286,8 @@ func (c *cli) types(fs *flag.FlagSet) runner {
 }
 
 func (c *cli) resolve(fs *flag.FlagSet) runner {
-	outcome := fs.String("outcome", "", "succeeded or failed")
+	outcome := fs.String("outcome", "", "succeeded, failed, or retry (the step whose outcome is unknown runs again)")
+	ifVersion := ifVersionFlag(fs, "resolve it")
 	reason := fs.String("reason", "", "why (kept in the operation's facts); required")
 	result := fs.String("result", "", "with -outcome succeeded: the result, a `JSON` object (or @FILE, @-)")
 	code := fs.String("problem-code", "", "with -outcome failed: the problem's code (snake_case)")
@@ -291,7 +299,7 @@ func (c *cli) resolve(fs *flag.FlagSet) runner {
 		case len(pos) != 1:
 			return x.usageError("takes one operation id")
 		case !o.Valid():
-			return x.usageError("-outcome is succeeded or failed")
+			return x.usageError("-outcome is succeeded, failed or retry")
 		case strings.TrimSpace(*reason) == "":
 			return x.usageError("-reason is required")
 		case *result != "" && o != client.ResolveSucceeded:
@@ -301,7 +309,7 @@ func (c *cli) resolve(fs *flag.FlagSet) runner {
 		case (*code == "") != (*title == "") || (*detail != "" && *code == ""):
 			return x.usageError("-problem-code and -problem-title go together (-problem-detail with them)")
 		}
-		req := client.ResolveRequest{Outcome: o, Reason: *reason}
+		req := client.ResolveRequest{Outcome: o, Reason: *reason, IfVersion: ifVersion()}
 		if *result != "" {
 			raw, err := readObject("-result", *result, x.stdin)
 			if err != nil {
@@ -322,6 +330,16 @@ func (c *cli) resolve(fs *flag.FlagSet) runner {
 		if api == nil {
 			return exit
 		}
+		if o == client.ResolveRetry && req.IfVersion == nil {
+			// A retry is recorded only at the version it was decided on: the one read now.
+			cur, err := api.Get(ctx, pos[0])
+			if err != nil {
+				return x.fail(err)
+			}
+			req.IfVersion = &cur.Version
+			fmt.Fprintf(x.stderr, "longrun: retrying %s at version %d, %s as read now (-if-version N to name the version you looked at)\n",
+				cur.OperationID, cur.Version, cur.State)
+		}
 		op, err := api.Resolve(ctx, pos[0], req)
 		if err != nil {
 			return x.fail(err)
@@ -329,6 +347,20 @@ func (c *cli) resolve(fs *flag.FlagSet) runner {
 		x.printOperation(op)
 		return exitOK
 	}
+}
+
+// timeFlag declares a flag of an RFC 3339 time; the result is zero when it was not given.
+func timeFlag(fs *flag.FlagSet, name, usage string) func() time.Time {
+	var t time.Time
+	fs.Func(name, usage, func(s string) error {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return errors.New("want an RFC 3339 time, e.g. 2026-11-30T10:00:00Z")
+		}
+		t = v
+		return nil
+	})
+	return func() time.Time { return t }
 }
 
 // readObject reads a flag's JSON object: the text itself, @FILE, or @- for stdin.

@@ -1,6 +1,7 @@
 // Command longrun is the command line of longrun's API, built on the public client
 // (github.com/longrun-dev/longrun/client): admit an operation and follow it to its end,
-// read, list, signal, cancel and resolve operations, describe the operation types. `longrun -help`
+// read, list, signal, cancel and resolve operations, read their histories, describe the
+// operation types, and, for operators, the attention queue and the stats. `longrun -help`
 // prints the whole usage (the usage constant below), output formats and exit statuses
 // included.
 //
@@ -63,20 +64,34 @@ Commands:
         send an operation a signal its type declares (an approval, news from a webhook),
         exactly once per key (-key; one is minted when omitted, and printed on stderr:
         send the same signal with it to retry safely); get shows what the work awaits
-  list [-state S] [-type T] [-limit N] [-cursor C] [-all]
-        your operations, newest first: one page, or every page with -all
+  list [-state S] [-type T] [-target PREFIX] [-created-after T] [-created-before T]
+       [-limit N] [-cursor C] [-all]
+        your operations, newest first: one page, or every page with -all; -target
+        lists the targets that begin with PREFIX, -created-after/-before a window of
+        creation times (RFC 3339)
+  history ID
+        an operation's facts, oldest first, each with the state it led to (operators
+        see who recorded each)
   types [NAME]
         the operation types the API admits, or one of them (-o json: with its input schema
         and signals)
-  resolve ID -outcome succeeded|failed -reason R [-result JSON]
+  resolve ID -outcome succeeded|failed|retry -reason R [-if-version N] [-result JSON]
           [-problem-code C -problem-title T [-problem-detail D]]
-        operators: settle an operation in outcome_unknown
+        operators: settle an operation in outcome_unknown, or with retry have its step
+        run again (only at version N: the one you looked at; without -if-version, retry
+        reads the operation's version first)
+  attention [-limit N] [-cursor C] [-all]
+        operators: every tenant's operations waiting for an operator, oldest first
+  stats
+        operators: the operations in flight by state, those waiting for an operator,
+        and the oldest in flight
   republish [-table T] [-bus B] ID... | -
         operators, with AWS credentials to the table and bus: publish an operation's
         events again from its facts (longrun republish -h)
   unknown [-table T] [-limit N] [-all]
         operators, with AWS credentials to the table: every tenant's operations in
-        outcome_unknown (longrun unknown -h)
+        outcome_unknown, read from the table itself (longrun unknown -h; attention asks
+        the API)
   help [COMMAND]
         this text, or a command's flags
 
@@ -111,8 +126,8 @@ Exit status:
        failure (no answer after the client's retries)
   6    -timeout ran out before the operation ended (it goes on)
   130  interrupted (Ctrl-C) while waiting (the operation goes on; 143 for SIGTERM)
-  Commands that do not wait (create without -wait, get, cancel, signal, list, types,
-  resolve) exit 0 or 5 (and 2), whatever the operation's state.
+  Commands that do not wait (create without -wait, get, cancel, signal, list, history,
+  types, resolve, attention, stats) exit 0 or 5 (and 2), whatever the operation's state.
   republish and unknown exit 1 when they fail.
 
 Examples:
@@ -180,10 +195,14 @@ func (c *cli) commands() []command {
 		{"wait", "ID [-timeout D]", "follow an operation until it ends (get -watch)", c.wait},
 		{"cancel", "ID [-if-version N]", "ask an operation to stop", c.cancel},
 		{"signal", "ID NAME [-data JSON|@FILE|@-] [-key K] [-if-version N]", "send an operation a signal its type declares", c.signal},
-		{"list", "[-state S] [-type T] [-limit N] [-cursor C] [-all]", "your operations, newest first", c.list},
+		{"list", "[-state S] [-type T] [-target PREFIX] [-created-after T] [-created-before T] [-limit N] [-cursor C] [-all]",
+			"your operations, newest first", c.list},
+		{"history", "ID", "an operation's facts, oldest first", c.history},
 		{"types", "[NAME]", "the operation types the API admits", c.types},
-		{"resolve", "ID -outcome succeeded|failed -reason R [-result JSON] [-problem-code C -problem-title T [-problem-detail D]]",
-			"operators: settle an operation in outcome_unknown", c.resolve},
+		{"resolve", "ID -outcome succeeded|failed|retry -reason R [-if-version N] [-result JSON] [-problem-code C -problem-title T [-problem-detail D]]",
+			"operators: settle an operation in outcome_unknown, or have its step run again", c.resolve},
+		{"attention", "[-limit N] [-cursor C] [-all]", "operators: every tenant's operations waiting for an operator", c.attention},
+		{"stats", "", "operators: the operations in flight and waiting, across tenants", c.stats},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -161,6 +162,23 @@ func (f *fakeAPI) answer(r request) response {
 		}
 	}
 	switch {
+	case r.method == "GET" && strings.HasSuffix(r.path, "/history"):
+		if r.path != "/v1/operations/"+opID+"/history" {
+			return problemAt(404, "not_found", "No such operation.")
+		}
+		return response{200, http.Header{"ETag": {`"6"`}}, historyJSON}
+	case r.method == "GET" && r.path == "/v1/attention":
+		q := parseQuery(r.query)
+		if q["cursor"] == "" {
+			return response{200, nil, `{"items":[{"tenant":"acme","operation":` + rep{State: "outcome_unknown", Version: 4, Problem: "result_lost"}.json() +
+				`}],"nextCursor":"YXQx"}`}
+		}
+		return response{200, nil, `{"items":[{"tenant":"globex","operation":` + rep{ID: "op_01JDY3Q4W5E6R7T8Y9V0A1B2C4", State: "outcome_unknown", Version: 3}.json() +
+			`}],"nextCursor":null}`}
+	case r.method == "GET" && r.path == "/v1/stats":
+		return response{200, nil, `{"asOf":"2026-11-30T10:06:00.000Z","inFlight":{"accepted":2,"dispatched":1,"running":37,"cancelling":0},` +
+			`"outcomeUnknown":1,"oldestInFlight":{"tenant":"globex","operation":` + rep{State: "running", Version: 4, Progress: `{"completedSteps":2}`}.json() +
+			`},"partial":true}`}
 	case r.method == "POST" && r.path == "/v1/operations":
 		b, _ := json.Marshal(map[string]string{"operationId": opID, "type": "demo.task", "target": "demo:build-42", "state": "accepted",
 			"statusUrl": "/v1/operations/" + opID, "createdAt": t0.Format(time.RFC3339)})
@@ -215,6 +233,9 @@ func (f *fakeAPI) answer(r request) response {
 		}
 		_ = json.Unmarshal([]byte(r.body), &req)
 		out := rep{State: req.Outcome, Version: 6}
+		if req.Outcome == "retry" {
+			out.State = "running"
+		}
 		if req.Problem != nil {
 			out.Problem = req.Problem.Code
 		}
@@ -222,6 +243,18 @@ func (f *fakeAPI) answer(r request) response {
 	}
 	return problemAt(404, "not_found", "No route.")
 }
+
+// historyJSON is a history as an operator reads it.
+const historyJSON = `{"operationId":"` + opID + `","version":6,"entries":[
+{"version":1,"at":"2026-11-30T10:00:00.000Z","kind":"accepted","state":"accepted","by":"admission","actor":"alice"},
+{"version":2,"at":"2026-11-30T10:00:00.120Z","kind":"dispatched","state":"dispatched","by":"dispatcher"},
+{"version":3,"at":"2026-11-30T10:00:00.480Z","kind":"started","state":"running","by":"executor","progress":{"completedSteps":0},"stepStarted":1},
+{"version":4,"at":"2026-11-30T10:00:01.000Z","kind":"progress","state":"running","by":"executor","progress":{"completedSteps":1,"totalSteps":2},
+ "awaiting":{"signal":"approval","since":"2026-11-30T10:00:01.000Z","until":"2026-11-30T10:10:01.000Z"}},
+{"version":5,"at":"2026-11-30T10:05:00.000Z","kind":"outcome_unknown","state":"outcome_unknown","by":"reconciler",
+ "problem":{"type":"https://longrun.dev/problems/result_lost","title":"Result lost","code":"result_lost","detail":"The step's end was lost."}},
+{"version":6,"at":"2026-11-30T10:20:00.000Z","kind":"retried","state":"running","by":"operator","actor":"longrun/ops",
+ "reason":"Safe to send again.","retry":{"step":2,"attempt":2}}]}`
 
 const demoType = `{"name":"demo.task","version":1,"description":"A demo task: counts steps.","deadlineSeconds":900,
 "inputSchema":{"type":"object","required":["target"],"properties":{"target":{"type":"string"},"steps":{"type":"integer"}}}}`
@@ -574,6 +607,71 @@ func TestTimeoutStopsWaitingNotTheOperation(t *testing.T) {
 	for _, s := range api.sent() {
 		if s.method != "GET" {
 			t.Fatalf("%s %s", s.method, s.path)
+		}
+	}
+}
+
+// resolve -outcome retry sends If-Match: the version given, or, without -if-version, the one
+// a read of the operation finds (said on stderr).
+func TestResolveRetrySendsIfMatch(t *testing.T) {
+	api := newFake(t, rep{State: "outcome_unknown", Version: 5, Problem: "result_lost"})
+	h := &harness{api: api, env: map[string]string{"LONGRUN_TOKEN": "ops-dev-token"}}
+	r := h.run(t, "resolve", opID, "-outcome", "retry", "-reason", "Safe to send again.", "-if-version", "5", "-o", "id")
+	s := api.sent()
+	if r.code != 0 || len(s) != 1 || s[0].header.Get("If-Match") != `"5"` || s[0].body != `{"outcome":"retry","reason":"Safe to send again."}` {
+		t.Fatalf("%+v %+v", r, s)
+	}
+	r = h.run(t, "resolve", opID, "-outcome", "retry", "-reason", "Safe to send again.", "-o", "id")
+	s = api.sent()[1:]
+	if r.code != 0 || len(s) != 2 || s[0].method != "GET" || s[1].header.Get("If-Match") != `"5"` ||
+		!strings.Contains(r.stderr, "retrying "+opID+" at version 5, outcome_unknown as read now") {
+		t.Fatalf("%+v %+v", r, s)
+	}
+	// succeeded and failed send If-Match only when asked to.
+	r = h.run(t, "resolve", opID, "-outcome", "succeeded", "-reason", "Confirmed.", "-o", "id")
+	if s := api.sent()[3]; r.code != 0 || s.header.Get("If-Match") != "" {
+		t.Fatalf("%+v %v", r, s.header)
+	}
+	if r := h.run(t, "resolve", opID, "-outcome", "maybe", "-reason", "x"); r.code != 2 || !strings.Contains(r.stderr, "succeeded, failed or retry") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// list sends its target prefix and creation-time window, in UTC; a window that ends before
+// it begins is a usage error.
+func TestListSendsItsFilters(t *testing.T) {
+	api := newFake(t)
+	r := cliRun(t, api, "list", "-target", "demo:build-", "-created-after", "2026-11-30T11:00:00+01:00", "-created-before", "2026-12-01T00:00:00Z", "-o", "id")
+	s := api.sent()
+	q, _ := url.ParseQuery(s[0].query)
+	if r.code != 0 || q.Get("target") != "demo:build-" || q.Get("createdAfter") != "2026-11-30T10:00:00Z" || q.Get("createdBefore") != "2026-12-01T00:00:00Z" {
+		t.Fatalf("%+v %s", r, s[0].query)
+	}
+	for _, args := range [][]string{
+		{"list", "-created-after", "yesterday"},
+		{"list", "-created-after", "2026-12-01T00:00:00Z", "-created-before", "2026-11-30T00:00:00Z"},
+	} {
+		if r := cliRun(t, api, args...); r.code != 2 {
+			t.Errorf("%q: %+v", args, r)
+		}
+	}
+	if len(api.sent()) != 1 {
+		t.Fatalf("usage errors called the API")
+	}
+}
+
+// history, attention and stats are reads: their API problems exit 5, as every read's do.
+func TestOperatorReadsReportProblems(t *testing.T) {
+	api := newFake(t)
+	api.override = func(r request) (response, bool) {
+		if r.path == "/v1/attention" || r.path == "/v1/stats" {
+			return problemAt(403, "forbidden", "Only operators may read the attention queue."), true
+		}
+		return response{}, false
+	}
+	for _, args := range [][]string{{"attention"}, {"stats"}, {"history", "op_01JDY3Q4W5E6R7T8Y9V0A1B2CX"}} {
+		if r := cliRun(t, api, args...); r.code != 5 || !strings.Contains(r.stderr, "longrun: 40") {
+			t.Errorf("%q: %+v", args, r)
 		}
 	}
 }

@@ -27,6 +27,7 @@ func main() {
 		Metrics:      fn.Metrics,
 		Tracer:       fn.Tracer(),
 		Now:          time.Now,
+		Console:      fn.Console(), // the operations console at /console/ (docs/console.md)
 	}
 	if fn.Config.SealSecret != "" {
 		// Callback URLs' tokens are MACs under the seal key (internal/core/callback).

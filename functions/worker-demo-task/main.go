@@ -97,9 +97,15 @@ func demoTask(ctx context.Context, step worker.Step, in input) (worker.Report, e
 		return worker.Report{}, ctx.Err()
 	case <-time.After(time.Duration(in.SleepMs) * time.Millisecond):
 	}
+	// longrun counts every step, the one that waited for the signal among them, and the
+	// total the worker reports is never below that count.
+	total := steps
+	if in.Await != "" {
+		total++
+	}
 	if work < steps {
 		next := worker.Continue(carried{Done: work, Signal: c.Signal}).WithProgress(worker.Progress{
-			TotalSteps: steps, Message: fmt.Sprintf("step %d of %d done", work, steps),
+			TotalSteps: total, Message: fmt.Sprintf("step %d of %d done", work, steps),
 		})
 		if work == 1 && in.WaitSeconds > 0 {
 			next = next.After(time.Duration(in.WaitSeconds) * time.Second)
@@ -125,7 +131,7 @@ func demoTask(ctx context.Context, step worker.Step, in input) (worker.Report, e
 	if c.Signal != nil {
 		result["signal"] = c.Signal
 	}
-	return worker.Succeed(result).WithProgress(worker.Progress{TotalSteps: steps}), nil
+	return worker.Succeed(result).WithProgress(worker.Progress{TotalSteps: total}), nil
 }
 
 // heard is the report that ends the work when the wait for signal name did not end in an

@@ -571,7 +571,7 @@ func TestIndexesAreReadByTheirReaders(t *testing.T) {
 	tableID, _ := only(t, "tables", tpl.of("AWS::DynamoDB::Table"))
 	index := func(ix string) string { return "${" + tableID + ".Arn}/index/" + ix }
 	want := map[string][]string{
-		"Api":        {"${" + tableID + ".Arn}", index(dynamo.IndexByScope)},
+		"Api":        {"${" + tableID + ".Arn}", index(dynamo.IndexAttention), index(dynamo.IndexDue), index(dynamo.IndexByScope)},
 		"Reconciler": {"${" + tableID + ".Arn}", index(dynamo.IndexAttention), index(dynamo.IndexDue)},
 	}
 	for _, fn := range []string{"Api", "Dispatcher", "Notifier", "Reconciler", "Recorder", "WorkerDemoTask", "WorkerExportOrders"} {

@@ -146,6 +146,7 @@ func run(m *testing.M) int {
 
 // withEvents runs the tests while collecting the events queue, where there is one.
 func withEvents(m *testing.M) int {
+	defer stopBrowser() // the console tests' Chromium (console_test.go)
 	if stack.EventsQueueURL != "" {
 		collectCtx, stopCollecting := context.WithCancel(context.Background())
 		defer stopCollecting()

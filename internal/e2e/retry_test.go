@@ -40,8 +40,8 @@ func TestAnOperatorRetriesAnUnknownStep(t *testing.T) {
 	body := `{"outcome":"retry","reason":"The target shows no trace of step 2."}`
 	for _, refused := range []struct {
 		token, ifMatch, body string
-		status              int
-		code                string
+		status               int
+		code                 string
 	}{
 		{"alice-dev-token", etag, body, http.StatusForbidden, "forbidden"},
 		{"ops-dev-token", "", body, http.StatusBadRequest, "invalid_input"},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/core/admission"
 	"github.com/longrun-dev/longrun/internal/core/operation"
+	"github.com/longrun-dev/longrun/internal/service/console"
 )
 
 // Config holds every function's settings.
@@ -68,6 +69,10 @@ type Config struct {
 	// Reconcile paces the reconciler's runs (LONGRUN_DISPATCH_RATE, LONGRUN_DESCRIBE_RATE,
 	// LONGRUN_RECONCILE_BUDGET, LONGRUN_RECONCILE_CONCURRENCY; reconcile.go).
 	Reconcile Reconcile
+	// Console is how the operations console the API serves signs in: through the Cognito
+	// hosted UI of LONGRUN_CONSOLE_COGNITO_DOMAIN (an https origin) as the app client
+	// LONGRUN_CONSOLE_CLIENT_ID, or, with neither set, with a pasted bearer token.
+	Console console.Config
 }
 
 // FromEnv reads Config, applying the contract's defaults.
@@ -104,6 +109,12 @@ func FromEnv() (Config, error) {
 	c.EventBus = os.Getenv("LONGRUN_EVENT_BUS")
 	c.SealSecret = os.Getenv("LONGRUN_SEAL_SECRET")
 	c.CallbackBase = os.Getenv("LONGRUN_CALLBACK_BASE")
+	cons, err := console.Config{CognitoDomain: os.Getenv("LONGRUN_CONSOLE_COGNITO_DOMAIN"),
+		ClientID: os.Getenv("LONGRUN_CONSOLE_CLIENT_ID")}.Validate()
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	c.Console = cons
 	if v := os.Getenv("LONGRUN_WORKERS"); v != "" {
 		if err := json.Unmarshal([]byte(v), &c.Workers); err != nil {
 			return c, fmt.Errorf("config: LONGRUN_WORKERS is not a JSON object of workers to functions: %w", err)

@@ -3,8 +3,12 @@ package config
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,5 +185,69 @@ func TestDrainFigures(t *testing.T) {
 		if got := d.Time(60000); got != tc.time {
 			t.Errorf("%s: 60,000 drain in %s, want %s", tc.name, got, tc.time)
 		}
+	}
+}
+
+// The console signs in with a pasted token unless both Cognito settings are given; a domain
+// that is not an https origin, or one setting without the other, fails at start.
+func TestConsoleFromEnv(t *testing.T) {
+	t.Setenv("LONGRUN_TABLE", "t")
+	c, err := FromEnv()
+	if err != nil || c.Console.CognitoDomain != "" || c.Console.ClientID != "" {
+		t.Fatalf("%+v %v", c.Console, err)
+	}
+	t.Setenv("LONGRUN_CONSOLE_COGNITO_DOMAIN", "https://longrun-dev.auth.us-east-1.amazoncognito.com/")
+	t.Setenv("LONGRUN_CONSOLE_CLIENT_ID", "4abc5def6ghi")
+	if c, err = FromEnv(); err != nil || c.Console.CognitoDomain != "https://longrun-dev.auth.us-east-1.amazoncognito.com" || c.Console.ClientID != "4abc5def6ghi" {
+		t.Fatalf("%+v %v", c.Console, err)
+	}
+	for domain, id := range map[string]string{
+		"http://longrun-dev.auth.us-east-1.amazoncognito.com": "4abc5def6ghi",
+		"longrun-dev": "4abc5def6ghi",
+		"https://longrun-dev.auth.us-east-1.amazoncognito.com": "",
+		"": "4abc5def6ghi",
+	} {
+		t.Setenv("LONGRUN_CONSOLE_COGNITO_DOMAIN", domain)
+		t.Setenv("LONGRUN_CONSOLE_CLIENT_ID", id)
+		if _, err := FromEnv(); err == nil {
+			t.Errorf("domain %q, client %q: accepted", domain, id)
+		}
+	}
+}
+
+// One process serves invocations at once (AWS_LAMBDA_MAX_CONCURRENCY, as the local stack
+// runs every function): each answer must be its own bytes. aws-lambda-go's Handler.Invoke
+// returns a slice of a pooled buffer it has already put back, so another invocation could
+// write into an answer still on its way (the local stack's API Gateway saw a static file's
+// answer followed by the tail of another's: "not a proxy response", a 502).
+func TestConcurrentAnswersAreTheirOwn(t *testing.T) {
+	h := handlerOf(func(_ context.Context, in map[string]int) (map[string]string, error) {
+		return map[string]string{"body": strings.Repeat(strconv.Itoa(in["n"]%10), 1000+in["n"])}, nil
+	})
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				n := g*1000 + i
+				out, err := h.Invoke(context.Background(), []byte(fmt.Sprintf(`{"n":%d}`, n)))
+				want := `{"body":"` + strings.Repeat(strconv.Itoa(n%10), 1000+n) + `"}`
+				if err != nil || string(out) != want {
+					select {
+					case errs <- fmt.Sprintf("invocation %d answered %.80q… (%d bytes), want %d bytes (%v)", n, out, len(out), len(want), err):
+					default:
+					}
+					return
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

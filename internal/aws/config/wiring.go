@@ -21,6 +21,7 @@ import (
 	"github.com/longrun-dev/longrun/internal/aws/tracing"
 	"github.com/longrun-dev/longrun/internal/core/optype"
 	"github.com/longrun-dev/longrun/internal/core/seal"
+	"github.com/longrun-dev/longrun/internal/service/console"
 	"github.com/longrun-dev/longrun/internal/service/dispatch"
 )
 
@@ -168,8 +169,21 @@ func (f Function) Start(handler any) {
 // answer goes to Step Functions or API Gateway, never into a page, and escaping writes each
 // <, > and & as six bytes, which could take a recorder's decision past Step Functions'
 // 256 KiB limit on a task's output.
+//
+// Each invocation gets a handler of its own: aws-lambda-go's Handler.Invoke answers a slice of
+// a pooled buffer that it has already put back in its pool, so with invocations served at
+// once in one process (AWS_LAMBDA_MAX_CONCURRENCY, as the local stack runs every function)
+// another invocation could write its answer over one still on its way: a static file's
+// answer with the tail of another's, or another caller's answer altogether
+// (TestConcurrentAnswersAreTheirOwn). A handler of its own has a pool of its own.
 func handlerOf(handler any) lambda.Handler {
-	return lambda.NewHandlerWithOptions(handler, lambda.WithSetEscapeHTML(false))
+	return ownAnswers{handler}
+}
+
+type ownAnswers struct{ handler any }
+
+func (h ownAnswers) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return lambda.NewHandlerWithOptions(h.handler, lambda.WithSetEscapeHTML(false)).Invoke(ctx, payload)
 }
 
 func exit(log *slog.Logger, err error) {
@@ -185,4 +199,14 @@ func (f Function) Sealer() *seal.Sealer {
 		exit(f.Log, err)
 	}
 	return s
+}
+
+// Console is the operations console the API serves (internal/service/console), signing in
+// as Config.Console says; it exits the process with the reason when it cannot be built.
+func (f Function) Console() *console.Handler {
+	h, err := console.New(f.Config.Console)
+	if err != nil {
+		exit(f.Log, err)
+	}
+	return h
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,43 +30,83 @@ type cursor struct {
 	After string `json:"a"` // operation id
 }
 
+// createdSlack widens the id range a list by creation time reads: an operation's id is
+// minted a moment before its createdAt is taken (admission.Service.Admit), from the same
+// clock, so the ids of the operations created in a window lie within a minute of it either
+// way. The window's exact bounds are a filter on created_at.
+const createdSlack = time.Minute
+
 // List returns one page and the cursor of the next ("" when there is none). It reads the
-// scope index only: never a scan, never another caller's partition.
+// scope index only: never a scan, never another caller's partition. A creation-time window
+// is a range of the index's sort key (the id, a ULID, whose time prefix is the creation
+// time), so a narrow window reads a narrow range; state, type, target prefix and the
+// window's exact bounds are filters.
 func (s *Store) List(ctx context.Context, q httpapi.ListQuery) ([]operation.Representation, string, error) {
 	scope := scopeKey(q.Tenant, q.Principal)
-	filters := string(q.State) + "|" + q.Type
+	filters := listFilters(q)
+	if !q.CreatedAfter.IsZero() && !q.CreatedBefore.IsZero() && !q.CreatedAfter.Before(q.CreatedBefore) {
+		return nil, "", nil // an empty window
+	}
 	in := &dynamodb.QueryInput{
 		TableName:                 &s.Table,
 		IndexName:                 aws.String(IndexByScope),
-		KeyConditionExpression:    aws.String("gsi1pk = :scope"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":scope": str(scope)},
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(int32(q.Limit)),
 	}
+	key := "gsi1pk = :scope"
+	lo, hi := "", ""
+	if !q.CreatedAfter.IsZero() {
+		lo = "op_" + ids.TimePrefix(q.CreatedAfter.Add(-createdSlack))
+		in.ExpressionAttributeValues[":lo"] = str(lo)
+	}
+	if !q.CreatedBefore.IsZero() {
+		// Every id minted before the prefix's millisecond sorts below it.
+		hi = "op_" + ids.TimePrefix(q.CreatedBefore.Add(createdSlack))
+		in.ExpressionAttributeValues[":hi"] = str(hi)
+	}
+	switch {
+	case lo != "" && hi != "":
+		key += " AND gsi1sk BETWEEN :lo AND :hi" // an id is never the bare prefix :hi
+	case lo != "":
+		key += " AND gsi1sk >= :lo"
+	case hi != "":
+		key += " AND gsi1sk < :hi"
+	}
+	in.KeyConditionExpression = aws.String(key)
 	var conds []string
+	names := map[string]string{}
+	filter := func(cond, name, attr, value string, v types.AttributeValue) {
+		conds = append(conds, cond)
+		names[name] = attr
+		in.ExpressionAttributeValues[value] = v
+	}
 	if q.State != "" {
-		conds = append(conds, "#state = :state")
-		in.ExpressionAttributeValues[":state"] = str(string(q.State))
+		filter("#state = :state", "#state", attrState, ":state", str(string(q.State)))
 	}
 	if q.Type != "" {
-		conds = append(conds, "#type = :type")
-		in.ExpressionAttributeValues[":type"] = str(q.Type)
+		filter("#type = :type", "#type", attrType, ":type", str(q.Type))
+	}
+	if q.TargetPrefix != "" {
+		filter("begins_with(#target, :target)", "#target", attrTarget, ":target", str(q.TargetPrefix))
+	}
+	if !q.CreatedAfter.IsZero() {
+		filter("#created >= :after", "#created", attrCreatedAt, ":after", str(operation.FormatTime(q.CreatedAfter)))
+	}
+	if !q.CreatedBefore.IsZero() {
+		filter("#created < :before", "#created", attrCreatedAt, ":before", str(operation.FormatTime(q.CreatedBefore)))
 	}
 	if len(conds) > 0 {
 		in.FilterExpression = aws.String(strings.Join(conds, " AND "))
-		in.ExpressionAttributeNames = map[string]string{}
-		if q.State != "" {
-			in.ExpressionAttributeNames["#state"] = attrState
-		}
-		if q.Type != "" {
-			in.ExpressionAttributeNames["#type"] = attrType
-		}
+		in.ExpressionAttributeNames = names
 	}
 	if q.Cursor != "" {
 		c, err := decodeCursor(q.Cursor)
 		// The cursor is the caller's to send back, so it is input like any other: an id
-		// that is not one would make an invalid start key, a 500.
-		if err != nil || c.Scope != scope || c.Query != filters || !ids.Valid("op_", c.After) {
+		// that is not one, or one outside the window's range, would make a start key
+		// DynamoDB refuses, a 500.
+		if err != nil || c.Scope != scope || c.Query != filters || !ids.Valid("op_", c.After) ||
+			(lo != "" && c.After < lo) || (hi != "" && c.After >= hi) {
 			return nil, "", &problem.Error{Code: problem.InvalidInput, Detail: "The cursor is not valid for this caller and these filters.",
 				Fields: []problem.FieldError{{Pointer: "/cursor", Detail: "not a cursor of this list"}}}
 		}
@@ -105,6 +146,23 @@ func (s *Store) List(ctx context.Context, q httpapi.ListQuery) ([]operation.Repr
 	// The filters skipped too much to fill the page within bounded work: hand back what was
 	// found and where to go on.
 	return items, encodeCursor(cursor{Scope: scope, Query: filters, After: last}), nil
+}
+
+// listFilters is what a cursor is bound to besides the scope: "<state>|<type>", as cursors
+// have always been, and, when the target prefix or a creation-time bound is set, a digest
+// of those (a target prefix may hold any character, and is kept out of the cursor).
+func listFilters(q httpapi.ListQuery) string {
+	f := string(q.State) + "|" + q.Type
+	if q.TargetPrefix == "" && q.CreatedAfter.IsZero() && q.CreatedBefore.IsZero() {
+		return f
+	}
+	bound := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return operation.FormatTime(t)
+	}
+	return f + "|" + digest(q.TargetPrefix, bound(q.CreatedAfter), bound(q.CreatedBefore))
 }
 
 func encodeCursor(c cursor) string {

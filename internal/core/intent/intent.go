@@ -34,15 +34,18 @@ type Visible func(op operation.Operation) bool
 // becomes cancelling: its workflow stops at the worker's next intent check (at most one
 // step later) and records canceled itself, so no step's result is lost by a stop racing
 // it; the reconciler stops an execution that fails to end within the cancel lease.
-func (s *Service) Cancel(ctx context.Context, id, actor string, visible Visible, ifMatch []int) (op operation.Operation, already bool, err error) {
+//
+// by is who asks: a client, recorded by its principal, or an operator (who may cancel any
+// tenant's operation), recorded as such with its tenant and principal, as a resolution is.
+func (s *Service) Cancel(ctx context.Context, id string, by Sender, visible Visible, ifMatch []int) (op operation.Operation, already bool, err error) {
 	return facts.Update(ctx, s.Store, id, func(op operation.Operation) ([]operation.Fact, bool, error) {
-		return s.cancel(op, actor, visible, ifMatch)
+		return s.cancel(op, by, visible, ifMatch)
 	})
 }
 
-// cancel decides what a cancel of op by actor records, and whether op was canceled before
+// cancel decides what a cancel of op by by records, and whether op was canceled before
 // (already: the call changes nothing).
-func (s *Service) cancel(op operation.Operation, actor string, visible Visible, ifMatch []int) (out []operation.Fact, already bool, err error) {
+func (s *Service) cancel(op operation.Operation, by Sender, visible Visible, ifMatch []int) (out []operation.Fact, already bool, err error) {
 	if !visible(op) {
 		return nil, false, problem.New(problem.NotFound, "No such operation.")
 	}
@@ -51,7 +54,11 @@ func (s *Service) cancel(op operation.Operation, actor string, visible Visible, 
 			WithOperation(op.ID)
 	}
 	now := s.Now()
-	request := operation.Fact{Kind: operation.KindCancelRequested, At: now, Source: operation.SourceClient, Actor: actor}
+	source, actor := operation.SourceClient, by.Principal
+	if by.Operator {
+		source, actor = operation.SourceOperator, by.Tenant+"/"+by.Principal
+	}
+	request := operation.Fact{Kind: operation.KindCancelRequested, At: now, Source: source, Actor: actor}
 	switch {
 	case op.State == operation.Canceled:
 		return nil, true, nil
@@ -67,7 +74,7 @@ func (s *Service) cancel(op operation.Operation, actor string, visible Visible, 
 		// Nothing started, or the work waits for a signal, or for the execution that runs
 		// a retried step to take it up, with no step in flight: the intent and its result
 		// are one decision (that execution then finds the operation over and does nothing).
-		return []operation.Fact{request, {Kind: operation.KindCanceled, At: now, Source: operation.SourceClient, Actor: actor}}, false, nil
+		return []operation.Fact{request, {Kind: operation.KindCanceled, At: now, Source: source, Actor: actor}}, false, nil
 	default:
 		return []operation.Fact{request}, false, nil
 	}

@@ -97,7 +97,7 @@ func TestCancelInEveryState(t *testing.T) {
 			id := at(t, s, c.from)
 			before := len(history(c.from)) + 1
 			svc := &intent.Service{Store: s, Now: func() time.Time { return t0.Add(time.Minute) }}
-			op, already, err := svc.Cancel(context.Background(), id, "alice", everyone, nil)
+			op, already, err := svc.Cancel(context.Background(), id, intent.Sender{Principal: "alice"}, everyone, nil)
 			if problem.CodeOf(err) != c.code || (c.code == "") != (err == nil) {
 				t.Fatalf("error %v; want %q", err, c.code)
 			}
@@ -128,7 +128,7 @@ func TestCancelChecksVisibilityAndVersionFirst(t *testing.T) {
 			s := memstore.New()
 			id := at(t, s, operation.Dispatched)
 			svc := &intent.Service{Store: s, Now: func() time.Time { return t0 }}
-			_, _, err := svc.Cancel(context.Background(), id, "alice", c.visible, c.ifMatch)
+			_, _, err := svc.Cancel(context.Background(), id, intent.Sender{Principal: "alice"}, c.visible, c.ifMatch)
 			if problem.CodeOf(err) != c.code || (c.code == "") != (err == nil) {
 				t.Fatalf("error %v; want %q", err, c.code)
 			}
@@ -156,7 +156,7 @@ func TestACancelThatLosesToAStartDecidesAgain(t *testing.T) {
 		}
 	})
 	svc := &intent.Service{Store: s, Now: func() time.Time { return t0 }}
-	op, already, err := svc.Cancel(ctx, id, "alice", everyone, nil)
+	op, already, err := svc.Cancel(ctx, id, intent.Sender{Principal: "alice"}, everyone, nil)
 	if err != nil || already || op.State != operation.Cancelling || s.Conflicts() != 1 {
 		t.Fatalf("%s, already %v, %d conflicts, %v; want cancelling after one lost race", op.State, already, s.Conflicts(), err)
 	}

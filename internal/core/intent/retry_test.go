@@ -112,7 +112,7 @@ func TestRetryAgainAndCancel(t *testing.T) {
 	if op.Retried == nil || op.Retried.Attempt != 3 || op.Attempt(2) != 3 {
 		t.Fatalf("retried %+v: want attempt 3", op.Retried)
 	}
-	op, already, err := svc.Cancel(context.Background(), op.ID, "alice", everyone, nil)
+	op, already, err := svc.Cancel(context.Background(), op.ID, intent.Sender{Principal: "alice"}, everyone, nil)
 	if err != nil || already {
 		t.Fatal(err, already)
 	}

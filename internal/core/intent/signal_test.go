@@ -451,7 +451,7 @@ func TestCancelOfAnAwaitingOperationEndsItAtOnce(t *testing.T) {
 			}
 		}
 		before := op.Version
-		got, already, err := svc.Cancel(ctx, op.ID, "alice", everyone, nil)
+		got, already, err := svc.Cancel(ctx, op.ID, intent.Sender{Principal: "alice"}, everyone, nil)
 		if err != nil || already || got.State != operation.Canceled || got.Version != before+2 {
 			t.Fatalf("answered %v: %s v%d already %v, %v", answered, got.State, got.Version, already, err)
 		}
@@ -471,7 +471,7 @@ func TestCancelOfAnAwaitingOperationEndsItAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc := &intent.Service{Store: s, Now: func() time.Time { return t0.Add(2 * time.Minute) }}
-	if got, _, err := svc.Cancel(ctx, op.ID, "alice", everyone, nil); err != nil || got.State != operation.Cancelling {
+	if got, _, err := svc.Cancel(ctx, op.ID, intent.Sender{Principal: "alice"}, everyone, nil); err != nil || got.State != operation.Cancelling {
 		t.Fatalf("a cancel during a delay: %s, %v", got.State, err)
 	}
 }

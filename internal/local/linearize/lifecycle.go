@@ -18,7 +18,7 @@ const none = 0
 func kinds() []operation.Kind {
 	return []operation.Kind{operation.KindAccepted, operation.KindDispatched, operation.KindStarted,
 		operation.KindCancelRequested, operation.KindProgress, operation.KindSucceeded, operation.KindFailed,
-		operation.KindCanceled, operation.KindOutcomeUnknown, operation.KindSignaled}
+		operation.KindCanceled, operation.KindOutcomeUnknown, operation.KindSignaled, operation.KindRetried}
 }
 
 // reach answers, for background facts only, which states an operation can be in n facts
@@ -72,9 +72,10 @@ func newLifecycle() (*lifecycle, error) {
 	for i, s := range states {
 		lc.index[s] = uint8(i)
 	}
-	// Signals are a client's too: histories the checker reads send none, so none happens
-	// in the background (a self-loop there would let any version pass).
-	client := []operation.Kind{operation.KindAccepted, operation.KindCancelRequested, operation.KindSignaled}
+	// Signals are a client's too, and retries an operator's: histories the checker reads send
+	// none, so none happens in the background (a self-loop there would let any version pass,
+	// and a retry would let an unknown outcome run again unasked).
+	client := []operation.Kind{operation.KindAccepted, operation.KindCancelRequested, operation.KindSignaled, operation.KindRetried}
 	var background, orphan []operation.Kind
 	for _, k := range kinds() {
 		if !slices.Contains(client, k) {

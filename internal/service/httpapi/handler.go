@@ -38,15 +38,25 @@ type Admitter interface {
 	Admit(ctx context.Context, req admission.Request) (admission.Outcome, error)
 }
 
-// Operations reads operations: one folded from its facts, or a page of a caller's.
+// Operations reads operations: one folded from its facts, its facts, or a page of a
+// caller's; and, for operators, the attention queue and the stats across tenants.
 type Operations interface {
 	Load(ctx context.Context, id string) (operation.Operation, error)
 	List(ctx context.Context, q ListQuery) ([]operation.Representation, string, error)
+	// Facts are an operation's facts in version order; an unknown id is not_found.
+	Facts(ctx context.Context, id string) ([]operation.Fact, error)
+	// Attention is one page of every tenant's operations in outcome_unknown, oldest first,
+	// and the cursor of the next ("" when there is none); a cursor it did not write is
+	// invalid_input, answered before anything is read.
+	Attention(ctx context.Context, q AttentionQuery) ([]TenantOperation, string, error)
+	// Stats counts the operations in flight and waiting for an operator, from the
+	// indexes, within bounded work.
+	Stats(ctx context.Context) (Stats, error)
 }
 
 // Intents records cancellation and operator resolutions.
 type Intents interface {
-	Cancel(ctx context.Context, id, actor string, visible intent.Visible, ifMatch []int) (operation.Operation, bool, error)
+	Cancel(ctx context.Context, id string, by intent.Sender, visible intent.Visible, ifMatch []int) (operation.Operation, bool, error)
 	Resolve(ctx context.Context, id, operator string, r intent.Resolution) (operation.Operation, error)
 	Signal(ctx context.Context, types *optype.Registry, r intent.SignalRequest) (operation.Operation, bool, error)
 }
@@ -117,6 +127,9 @@ type Handler struct {
 	// CallbackKey checks the tokens of callback URLs (internal/core/callback); without it
 	// every callback is not_found.
 	CallbackKey *seal.Sealer
+	// Console serves the operations console's files under /console (console.go); nil
+	// answers 404 there.
+	Console Console
 }
 
 func (h *Handler) count(name string, value float64, dims ...string) {
@@ -191,6 +204,11 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 		resp, err := h.callback(ctx, ev, param)
 		return resp, "", err
 	}
+	if isConsolePath(ev.Path) {
+		// The console's files are public; what it shows, the API gives its caller's token.
+		resp, err := h.console(ev)
+		return resp, "", err
+	}
 	scope, err := h.Callers.Scope(ev.RequestContext)
 	if err != nil {
 		return response{}, "", err
@@ -212,20 +230,32 @@ func (h *Handler) route(ctx context.Context, ev events.APIGatewayProxyRequest) (
 			return resp, "", err
 		}
 		return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet, http.MethodPost)
-	case routeOperation, routeCancel, routeResolve, routeSignal:
+	case routeAttention, routeStats:
+		if ev.HTTPMethod != http.MethodGet {
+			return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet)
+		}
+		if route == routeAttention {
+			resp, err := h.attention(ctx, ev)
+			return resp, "", err
+		}
+		resp, err := h.stats(ctx, ev)
+		return resp, "", err
+	case routeOperation, routeHistory, routeCancel, routeResolve, routeSignal:
 		id := param
 		var resp response
 		var err error
 		switch {
 		case route == routeOperation && ev.HTTPMethod == http.MethodGet:
 			resp, err = h.get(ctx, ev, scope, id)
+		case route == routeHistory && ev.HTTPMethod == http.MethodGet:
+			resp, err = h.getHistory(ctx, ev, h.sees(ev, scope), h.Callers.IsOperator(ev.RequestContext), id)
 		case route == routeCancel && ev.HTTPMethod == http.MethodPost:
 			resp, err = h.cancel(ctx, ev, scope, id)
 		case route == routeResolve && ev.HTTPMethod == http.MethodPost:
 			resp, err = h.resolve(ctx, ev, scope, id)
 		case route == routeSignal && ev.HTTPMethod == http.MethodPost:
 			resp, err = h.signal(ctx, ev, scope, id, path[strings.LastIndex(path, "/")+1:])
-		case id != "" && route == routeOperation:
+		case id != "" && (route == routeOperation || route == routeHistory):
 			return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodGet)
 		case id != "":
 			return response{}, "", methodNotAllowed(ev.HTTPMethod, path, http.MethodPost)
@@ -288,12 +318,15 @@ func endSpan(span trace.Span, status int, code problem.Code, opID string) {
 const (
 	routeOperations = operationsPath
 	routeOperation  = operationsPath + "/{operationId}"
+	routeHistory    = routeOperation + "/history"
 	routeCancel     = routeOperation + "/cancel"
 	routeResolve    = routeOperation + "/resolve"
 	routeSignal     = routeOperation + "/signals/{signal}"
 	routeCallback   = callbacksPath + "/{token}"
 	routeTypes      = operationTypesPath
 	routeType       = operationTypesPath + "/{name}"
+	routeAttention  = attentionPath
+	routeStats      = statsPath
 )
 
 // routeOf is the route template path belongs to and the operation id or type name in it; ""
@@ -308,6 +341,10 @@ func routeOf(path string) (route, param string) {
 		return routeOperations, ""
 	case operationTypesPath:
 		return routeTypes, ""
+	case attentionPath:
+		return routeAttention, ""
+	case statsPath:
+		return routeStats, ""
 	}
 	if name, ok := strings.CutPrefix(path, operationTypesPath+"/"); ok {
 		if name == "" || strings.Contains(name, "/") {
@@ -323,6 +360,8 @@ func routeOf(path string) (route, param string) {
 	switch action {
 	case "":
 		return routeOperation, id
+	case "history":
+		return routeHistory, id
 	case "cancel":
 		return routeCancel, id
 	case "resolve":
@@ -396,16 +435,16 @@ func (h *Handler) admit(ctx context.Context, ev events.APIGatewayProxyRequest, s
 }
 
 func (h *Handler) get(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope, id string) (response, error) {
-	op, err := h.visible(ctx, scope, id)
+	op, err := h.visible(ctx, h.sees(ev, scope), id)
 	if err != nil {
 		return response{}, err
 	}
 	return h.representation(ctx, op, admission.StatusPath(basePath(ev), op.ID))
 }
 
-// visible loads an operation the caller may see. Another scope's operation is answered
+// visible loads an operation the caller may see (see: sees). One it may not see is answered
 // exactly like a missing one, so ids reveal nothing across tenants.
-func (h *Handler) visible(ctx context.Context, scope admission.Scope, id string) (operation.Operation, error) {
+func (h *Handler) visible(ctx context.Context, see intent.Visible, id string) (operation.Operation, error) {
 	if !ids.Valid("op_", id) {
 		return operation.Operation{}, errNotFound()
 	}
@@ -416,7 +455,7 @@ func (h *Handler) visible(ctx context.Context, scope admission.Scope, id string)
 	if err != nil {
 		return op, err
 	}
-	if !owns(scope)(op) {
+	if !see(op) {
 		return operation.Operation{}, errNotFound()
 	}
 	return op, nil
@@ -476,7 +515,9 @@ func finish(r response, requestID string) events.APIGatewayProxyResponse {
 		r.header = http.Header{}
 	}
 	r.header.Set("X-Request-Id", requestID)
-	r.header.Set("Cache-Control", "no-store")
+	if r.header.Get("Cache-Control") == "" { // only the console's files say otherwise
+		r.header.Set("Cache-Control", "no-store")
+	}
 	single := make(map[string]string, len(r.header))
 	for k, v := range r.header {
 		single[k] = v[0]

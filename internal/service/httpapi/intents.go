@@ -34,7 +34,8 @@ func (h *Handler) cancel(ctx context.Context, ev events.APIGatewayProxyRequest, 
 			return response{}, problem.New(problem.VersionMismatch, `If-Match must be the operation's ETag, e.g. "3".`)
 		}
 	}
-	op, already, err := h.Intents.Cancel(ctx, id, scope.Principal, owns(scope), ifMatch)
+	by := intent.Sender{Tenant: scope.Tenant, Principal: scope.Principal, Operator: h.Callers.IsOperator(ev.RequestContext)}
+	op, already, err := h.Intents.Cancel(ctx, id, by, h.sees(ev, scope), ifMatch)
 	if problem.CodeOf(err) == problem.NotFound {
 		return response{}, errNotFound()
 	}

@@ -316,7 +316,7 @@ func TestAForgedExecutionOutputIsNotRecorded(t *testing.T) {
 func (f *fixture) cancel(id string) {
 	f.t.Helper()
 	svc := &intent.Service{Store: f.store, Now: f.clock.Now}
-	if _, _, err := svc.Cancel(context.Background(), id, "alice", func(operation.Operation) bool { return true }, nil); err != nil {
+	if _, _, err := svc.Cancel(context.Background(), id, intent.Sender{Principal: "alice"}, func(operation.Operation) bool { return true }, nil); err != nil {
 		f.t.Fatal(err)
 	}
 }

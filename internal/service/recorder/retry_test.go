@@ -152,7 +152,7 @@ func TestARetryRacingACancel(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				s := &intent.Service{Store: f.store, Now: f.clock.Now}
-				_, _, cancelErr = s.Cancel(context.Background(), id, "alice", func(operation.Operation) bool { return true }, nil)
+				_, _, cancelErr = s.Cancel(context.Background(), id, intent.Sender{Principal: "alice"}, func(operation.Operation) bool { return true }, nil)
 			}()
 			wg.Wait()
 			if retryErr != nil {
@@ -194,7 +194,7 @@ func TestALateParkedDeliveryDoesNotEndTheRetry(t *testing.T) {
 		q, c := f.parked(s)
 		f.runWith("tok-1", recorder.Input{OperationID: id})
 		f.deliver(q.next(t, s)) // step 1's end sends step 2
-		late := q.next(t, s)   // step 2, attempt 1: its end is held back, as by a stuck queue
+		late := q.next(t, s)    // step 2, attempt 1: its end is held back, as by a stuck queue
 		// The first execution gave up on it: the outcome is unknown, and its token is gone.
 		op := f.load(id)
 		if _, err := f.store.Append(context.Background(), op, operation.Fact{Kind: operation.KindOutcomeUnknown, At: f.clock.Now(),

@@ -122,7 +122,7 @@ func TestASignalRacingACancelNeverFollowsIt(t *testing.T) {
 
 func cancelAs(t *testing.T, f *fixture, id string) {
 	s := &intent.Service{Store: f.store, Now: f.clock.Now}
-	if _, _, err := s.Cancel(context.Background(), id, "alice", func(operation.Operation) bool { return true }, nil); err != nil {
+	if _, _, err := s.Cancel(context.Background(), id, intent.Sender{Principal: "alice"}, func(operation.Operation) bool { return true }, nil); err != nil {
 		t.Error(err)
 	}
 }

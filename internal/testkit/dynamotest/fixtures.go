@@ -60,7 +60,7 @@ func (a *Admitter) AdmitCorrelated(tb testing.TB, body, correlationID string) st
 func Cancel(tb testing.TB, store *dynamo.Store, id string) operation.Operation {
 	tb.Helper()
 	s := &intent.Service{Store: store, Now: time.Now}
-	op, _, err := s.Cancel(context.Background(), id, "alice", func(operation.Operation) bool { return true }, nil)
+	op, _, err := s.Cancel(context.Background(), id, intent.Sender{Principal: "alice"}, func(operation.Operation) bool { return true }, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
