@@ -45,16 +45,7 @@ const maxTimestampParam = 64
 // list serves GET /v1/operations: the caller's operations, newest first.
 func (h *Handler) list(ctx context.Context, ev events.APIGatewayProxyRequest, scope admission.Scope) (response, error) {
 	q := ListQuery{Tenant: scope.Tenant, Principal: scope.Principal, Limit: defaultListLimit}
-	var fields []problem.FieldError
-	bad := func(name, detail string) {
-		fields = append(fields, problem.FieldError{Pointer: "/" + name, Detail: detail})
-	}
-	for name, values := range ev.MultiValueQueryStringParameters {
-		if len(values) != 1 {
-			bad(name, name+" may be given once.")
-			continue
-		}
-		v := values[0]
+	err := queryParams(ev, func(name, v string, bad func(name, detail string)) {
 		switch name {
 		case "limit":
 			q.Limit = limitParam(name, v, bad)
@@ -81,12 +72,13 @@ func (h *Handler) list(ctx context.Context, ev events.APIGatewayProxyRequest, sc
 		default:
 			bad(name, name+" is not a parameter of this list.")
 		}
-	}
-	if !q.CreatedAfter.IsZero() && !q.CreatedBefore.IsZero() && !q.CreatedAfter.Before(q.CreatedBefore) {
-		bad("createdBefore", "createdBefore must be later than createdAfter.")
-	}
-	if len(fields) > 0 {
-		return response{}, problem.Invalid(fields...)
+	}, func(bad func(name, detail string)) {
+		if !q.CreatedAfter.IsZero() && !q.CreatedBefore.IsZero() && !q.CreatedAfter.Before(q.CreatedBefore) {
+			bad("createdBefore", "createdBefore must be later than createdAfter.")
+		}
+	})
+	if err != nil {
+		return response{}, err
 	}
 	items, next, err := h.Operations.List(ctx, q)
 	if err != nil {
@@ -100,6 +92,30 @@ func (h *Handler) list(ctx context.Context, ev events.APIGatewayProxyRequest, sc
 		items = []operation.Representation{}
 	}
 	return pageResponse(items, next)
+}
+
+// queryParams reads ev's query parameters: take reads each one given once (a repeated one
+// is refused here), then each of after checks them together; every refusal any of them
+// reports is answered at once, as one invalid_input naming each parameter.
+func queryParams(ev events.APIGatewayProxyRequest, take func(name, value string, bad func(name, detail string)), after ...func(bad func(name, detail string))) error {
+	var fields []problem.FieldError
+	bad := func(name, detail string) {
+		fields = append(fields, problem.FieldError{Pointer: "/" + name, Detail: detail})
+	}
+	for name, values := range ev.MultiValueQueryStringParameters {
+		if len(values) != 1 {
+			bad(name, name+" may be given once.")
+			continue
+		}
+		take(name, values[0], bad)
+	}
+	for _, check := range after {
+		check(bad)
+	}
+	if len(fields) > 0 {
+		return problem.Invalid(fields...)
+	}
+	return nil
 }
 
 // limitParam reads a page size, 1 to 100.

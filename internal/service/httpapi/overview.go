@@ -70,16 +70,8 @@ func (h *Handler) attention(ctx context.Context, ev events.APIGatewayProxyReques
 		return response{}, err
 	}
 	q := AttentionQuery{Limit: defaultListLimit}
-	var fields []problem.FieldError
-	bad := func(name, detail string) {
-		fields = append(fields, problem.FieldError{Pointer: "/" + name, Detail: detail})
-	}
-	for name, values := range ev.MultiValueQueryStringParameters {
-		if len(values) != 1 {
-			bad(name, name+" may be given once.")
-			continue
-		}
-		switch v := values[0]; name {
+	err := queryParams(ev, func(name, v string, bad func(name, detail string)) {
+		switch name {
 		case "limit":
 			q.Limit = limitParam(name, v, bad)
 		case "cursor":
@@ -89,9 +81,9 @@ func (h *Handler) attention(ctx context.Context, ev events.APIGatewayProxyReques
 		default:
 			bad(name, name+" is not a parameter of this list.")
 		}
-	}
-	if len(fields) > 0 {
-		return response{}, problem.Invalid(fields...)
+	})
+	if err != nil {
+		return response{}, err
 	}
 	items, next, err := h.Operations.Attention(ctx, q)
 	if err != nil {
