@@ -62,6 +62,8 @@ type HistoryEntry struct {
 	WaitingUntil *time.Time `json:"waitingUntil,omitempty"`
 	// Retry is the step an operator had run again, on a retried fact.
 	Retry *Retry `json:"retry,omitempty"`
+	// Input is the operation's input as it was admitted, on the accepted fact.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // HistorySignal is the signal a signaled fact records (HistoryEntry.Signal).

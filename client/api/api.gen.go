@@ -399,6 +399,9 @@ type HistoryEntry struct {
 	// By Who recorded a fact: `admission`, `dispatcher`, `executor` (longrun's side of the worker's steps), `client` (the caller: a cancel, a signal), `reconciler`, `operator` (a resolution, or a signal an operator sent) or `callback` (a signal through a callback URL).
 	By FactSource `json:"by"`
 
+	// Input On the `accepted` fact: the operation's input as it was admitted (without the type's defaults, which the worker's request adds). Whoever may read the history may read it: the operation's creator, and operators.
+	Input *map[string]interface{} `json:"input,omitempty"`
+
 	// Kind What a fact records: `accepted` (admitted), `dispatched` (an execution was started for it), `started` (its work began), `cancel_requested`, `progress` (a step completed, or the work goes on: a step sent, a wait begun), `succeeded`, `failed`, `canceled`, `outcome_unknown`, `signaled` (a signal arrived) and `retried` (an operator had the step of an unknown outcome run again).
 	Kind FactKind `json:"kind"`
 

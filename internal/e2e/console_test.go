@@ -365,6 +365,9 @@ func TestConsoleOperationTimelineToItsEnd(t *testing.T) {
 	if !strings.Contains(result, "Result") || !strings.Contains(result, "alice, in the console") {
 		t.Errorf("the result is not shown:\n%s", result)
 	}
+	if !strings.Contains(result, "Input") || !strings.Contains(result, `"sleepMs": 400`) {
+		t.Errorf("the input (the history's accepted entry) is not shown:\n%s", result)
+	}
 	events := textOf(t, ctx, "table.events")
 	for _, want := range []string{"accepted", "running", "succeeded"} {
 		if !strings.Contains(events, want) {

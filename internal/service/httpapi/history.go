@@ -41,6 +41,9 @@ type historyEntry struct {
 	Awaiting     *operation.AwaitingView `json:"awaiting,omitempty"`
 	WaitingUntil string                  `json:"waitingUntil,omitempty"`
 	Retry        *operation.RetryView    `json:"retry,omitempty"`
+	// Input is the admitted input, on the accepted fact: the representation leaves it out,
+	// and the history is where its creator and operators find it.
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // historySignal is a signaled fact's signal: its name and data, never its idempotency key
@@ -135,6 +138,9 @@ func describeFact(f operation.Fact, after operation.Operation, operator bool) hi
 	}
 	if r := f.Retry; r != nil && f.Kind == operation.KindRetried {
 		e.Retry = &operation.RetryView{Step: r.Step, Attempt: r.Attempt}
+	}
+	if a := f.Admission; a != nil && f.Kind == operation.KindAccepted && len(a.Input) > 0 {
+		e.Input = a.Input
 	}
 	return e
 }

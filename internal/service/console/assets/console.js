@@ -348,6 +348,7 @@ function operationPage(id) {
   const errors = h('div');
   const flash = h('div', { 'aria-live': 'polite' });
   const outcome = h('section', { className: 'card', 'aria-labelledby': 'outcome-h', hidden: true });
+  const input = h('section', { className: 'card', 'aria-labelledby': 'input-h', hidden: true });
   const actions = h('section', { className: 'card actions', 'aria-labelledby': 'actions-h', hidden: true });
   const signals = h('section', { className: 'card', 'aria-labelledby': 'signals-h', hidden: true });
   const resolve = h('section', { className: 'card', 'aria-labelledby': 'resolve-h', hidden: true });
@@ -419,8 +420,7 @@ function operationPage(id) {
     if (o.result !== undefined || o.problem) {
       outcome.hidden = false;
       replace(outcome, h('h2', { id: 'outcome-h' }, o.result !== undefined ? 'Result' : 'Problem'),
-        o.result !== undefined ? json(o.result) : operationProblem(o.problem),
-        h('p', { className: 'hint' }, 'The input is not part of the representation the API shows.'));
+        o.result !== undefined ? json(o.result) : operationProblem(o.problem));
     } else {
       outcome.hidden = true;
     }
@@ -430,6 +430,13 @@ function operationPage(id) {
 
   function renderHistory(hist) {
     const entries = (hist && hist.entries) || [];
+    // The input is in the history's accepted entry: the representation leaves it out.
+    const accepted = entries.find((e) => e.kind === 'accepted');
+    if (accepted && accepted.input !== undefined) {
+      input.hidden = false;
+      replace(input, h('h2', { id: 'input-h' }, 'Input'), json(accepted.input),
+        h('p', { className: 'hint' }, 'As admitted; the type\'s defaults are added for the worker.'));
+    }
     const m = timeline.model(entries, { terminal: op.terminal });
     replace(timelineBox, entries.length ? timeline.render(m) : h('p', { className: 'muted' }, 'No history yet.'));
     const changes = timeline.changes(entries);
@@ -547,7 +554,7 @@ function operationPage(id) {
     errors,
     h('div', { className: 'columns' },
       h('section', { className: 'card', 'aria-label': 'Representation' }, summary),
-      h('div', { className: 'side' }, actions, signals, resolve, outcome)),
+      h('div', { className: 'side' }, actions, signals, resolve, outcome, input)),
     h('section', { className: 'card', 'aria-labelledby': 'timeline-h' }, h('h2', { id: 'timeline-h' }, 'Timeline'), timelineBox),
     h('section', { className: 'card', 'aria-labelledby': 'events-h' }, h('h2', { id: 'events-h' }, 'Events'),
       h('p', { className: 'hint' }, 'The state changes, as the "Operation State Changed" events longrun published.'), eventsBox),
