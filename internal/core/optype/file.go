@@ -24,13 +24,35 @@ type File struct {
 	Local map[string]LocalWorker
 }
 
-// LocalWorker is how the local stack runs one worker: a Go main package to build, or a
-// command speaking the Lambda Runtime API (exactly one of the two).
+// LocalWorker is how the local stack runs one worker (exactly one of the four): a Go main
+// package to build; a command speaking the Lambda Runtime API; or a Node.js or Python
+// handler, which the stack calls as AWS's managed runtime would (internal/local/devstack).
 type LocalWorker struct {
 	Go      string   // a main package, relative to Dir
 	Command []string // argv
-	Env     map[string]string
-	Dir     string // the definitions file's directory, for resolving Go
+	// Node is a Node.js handler as Lambda names one, under a directory: "./dist/index.handler"
+	// is the export handler of ./dist/index.js (or .mjs, .cjs), relative to Dir.
+	Node string
+	// Python is a Python handler as Lambda names one, under a directory: "./src/app.handler"
+	// is the function handler of the module app in ./src, relative to Dir.
+	Python string
+	Env    map[string]string
+	Dir    string // the definitions file's directory, for resolving Go, Node and Python
+}
+
+// handlerPattern is a handler as Lambda names one, after its directory: a file or module
+// (dotted for a Python package), a dot, and a function or export name.
+var handlerPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*\.[A-Za-z_$][A-Za-z0-9_$]*$`)
+
+// SplitHandler splits a Node or Python entry, "<dir>/<file or module>.<function>", into the
+// directory (relative as given; "." when none) and the handler Lambda would be given
+// ("<file or module>.<function>").
+func SplitHandler(entry string) (dir, handler string) {
+	i := strings.LastIndex(entry, "/")
+	if i < 0 {
+		return ".", entry
+	}
+	return entry[:i], entry[i+1:]
 }
 
 var (
@@ -58,7 +80,7 @@ var (
 	fileKeys         = []string{"types", "local"}
 	typeKeys         = []string{"name", "version", "description", "demo", "worker", "deadline", "stepTimeout", "maxSteps", "stepDelay", "retention", "quotaWeight", "target", "input", "checks", "signals"}
 	requiredTypeKeys = []string{"name", "version", "description", "worker", "deadline", "stepTimeout", "maxSteps", "target", "input"}
-	localKeys        = []string{"go", "command", "env"}
+	localKeys        = []string{"go", "command", "node", "python", "env"}
 	dateRangeKeys    = []string{"from", "to", "maxDays"}
 )
 
@@ -496,21 +518,38 @@ func (p *parser) parseLocal(dir string, n *yaml.Node, out map[string]LocalWorker
 		}
 		w := LocalWorker{Dir: dir}
 		before := len(p.errs)
-		goNode, cmdNode := fields["go"], fields["command"]
+		given := []string{}
+		for _, k := range []string{"go", "command", "node", "python"} {
+			if fields[k] != nil {
+				given = append(given, k)
+			}
+		}
 		switch {
-		case goNode != nil && cmdNode != nil:
-			p.fail(where, "", deref(v).Line, "give go or command, not both")
-		case goNode == nil && cmdNode == nil:
-			p.fail(where, "", deref(v).Line, "give go (a main package) or command (a Lambda Runtime API program)")
-		case goNode != nil:
-			if s, ok := p.str(where, "go", goNode); ok {
+		case len(given) > 1:
+			p.fail(where, "", deref(v).Line, "give one of go, command, node or python, not %s", strings.Join(given, " and "))
+		case len(given) == 0:
+			p.fail(where, "", deref(v).Line, "give go (a main package), command (a Lambda Runtime API program), node or python (a handler, as ./dir/file.function)")
+		case given[0] == "go":
+			if s, ok := p.str(where, "go", fields["go"]); ok {
 				if strings.TrimSpace(s) == "" {
-					p.fail(where, "go", goNode.Line, "must not be empty")
+					p.fail(where, "go", fields["go"].Line, "must not be empty")
 				}
 				w.Go = s
 			}
+		case given[0] == "command":
+			w.Command = p.command(where, deref(fields["command"]))
 		default:
-			w.Command = p.command(where, deref(cmdNode))
+			k := given[0]
+			if s, ok := p.str(where, k, fields[k]); ok {
+				if _, h := SplitHandler(s); !handlerPattern.MatchString(h) {
+					p.fail(where, k, fields[k].Line, "must name a handler as Lambda does, after its directory: ./dir/file.function (got %q)", s)
+				}
+				if k == "node" {
+					w.Node = s
+				} else {
+					w.Python = s
+				}
+			}
 		}
 		if envNode := fields["env"]; envNode != nil {
 			w.Env = p.env(where, deref(envNode))

@@ -172,8 +172,11 @@ func TestLoadErrors(t *testing.T) {
 		{"dateRange integer pointer", edit(t, "to: /to,", "to: /n,"), []string{typ + `checks[0].dateRange.to: pointer "/n" names a property of type integer; it must name a string property`}},
 		{"dateRange same pointer", edit(t, "to: /to,", "to: /from,"), []string{typ + "checks[0].dateRange.to: must name another member than from"}},
 		{"dateRange bad pointer", edit(t, "from: /from,", "from: from,"), []string{typ + `checks[0].dateRange.from: pointer "from" must start with "/"`}},
-		{"local both", edit(t, "w-one: {go: ./w}", "w-one: {go: ./w, command: [./w]}"), []string{`defs.yaml: local "w-one": give go or command, not both`}},
-		{"local neither", edit(t, "w-one: {go: ./w}", "w-one: {env: {A: b}}"), []string{`defs.yaml: local "w-one": give go (a main package) or command`}},
+		{"local both", edit(t, "w-one: {go: ./w}", "w-one: {go: ./w, command: [./w]}"), []string{`defs.yaml: local "w-one": give one of go, command, node or python, not go and command`}},
+		{"local node and python", edit(t, "w-one: {go: ./w}", "w-one: {node: ./dist/index.handler, python: ./app.handler}"), []string{`defs.yaml: local "w-one": give one of go, command, node or python, not node and python`}},
+		{"local node without a function", edit(t, "w-one: {go: ./w}", "w-one: {node: ./dist/index}"), []string{`defs.yaml: local "w-one": node: must name a handler as Lambda does, after its directory: ./dir/file.function (got "./dist/index")`}},
+		{"local python not a handler", edit(t, "w-one: {go: ./w}", "w-one: {python: ./src/}"), []string{`defs.yaml: local "w-one": python: must name a handler`}},
+		{"local neither", edit(t, "w-one: {go: ./w}", "w-one: {env: {A: b}}"), []string{`defs.yaml: local "w-one": give go (a main package), command (a Lambda Runtime API program), node or python`}},
 		{"local unknown key", edit(t, "w-one: {go: ./w}", "w-one: {go: ./w, image: x}"), []string{`defs.yaml: local "w-one": image: unknown key`}},
 		{"local bad worker name", edit(t, "w-one: {go: ./w}", "Bad_Worker: {go: ./w}"), []string{`defs.yaml: local "Bad_Worker": worker name must match`}},
 		{"local empty go", edit(t, "w-one: {go: ./w}", `w-one: {go: ""}`), []string{`defs.yaml: local "w-one": go: must not be empty`}},
@@ -269,6 +272,16 @@ func TestLoadAccepts(t *testing.T) {
 	f, err := Parse("defs.yaml", []byte(edit(t, "w-one: {go: ./w}", "w-one: {command: [python3, w.py], env: {A_1: x, B: 2}}")))
 	if err != nil || strings.Join(f.Local["w-one"].Command, " ") != "python3 w.py" || f.Local["w-one"].Env["B"] != "2" {
 		t.Fatalf("command worker: %+v %v", f, err)
+	}
+	f, err = Parse("defs.yaml", []byte(edit(t, "w-one: {go: ./w}", "w-one: {node: ./dist/index.handler}\n  w-two: {python: ./src/pkg.app.handler}")))
+	if err != nil || f.Local["w-one"].Node != "./dist/index.handler" || f.Local["w-two"].Python != "./src/pkg.app.handler" {
+		t.Fatalf("node and python workers: %+v %v", f.Local, err)
+	}
+	if dir, h := SplitHandler(f.Local["w-two"].Python); dir != "./src" || h != "pkg.app.handler" {
+		t.Fatalf("SplitHandler: %q %q", dir, h)
+	}
+	if dir, h := SplitHandler("index.handler"); dir != "." || h != "index.handler" {
+		t.Fatalf("SplitHandler without a directory: %q %q", dir, h)
 	}
 	f, err = Parse("defs.yaml", []byte(edit(t, `target: "ns:{/id}"`, `target: "ns:singleton"`)))
 	if err != nil {

@@ -214,6 +214,9 @@ func functions(file *optype.File, builtin bool, workerEnv map[string]string) ([]
 			if !filepath.IsAbs(f.goPkg) {
 				f.goPkg = filepath.Join(local.Dir, local.Go)
 			}
+		case local.Node != "" || local.Python != "":
+			f.command, f.goPkg = managedRuntime(local)
+			f.env = append(f.env, managedRuntimeEnv(local)...)
 		default:
 			f.command, f.goPkg = local.Command, local.Dir
 		}
