@@ -1,7 +1,11 @@
 # longrun — every command a developer or CI needs. `make test` installs what it needs (Go
 # modules; into the git-ignored .cache/: DynamoDB Local, asl-validator, redocly, Spectral,
 # oapi-codegen and, on Linux, Node.js 24 for the CDK app; with apt-get, Debian's chromium for
-# the console's browser tests, `make chromium`) and runs every test.
+# the console's browser tests, `make chromium`) and runs every test, the Python worker SDK's
+# too (`make sdk-python`: python3 and its standard library, nothing to install) and the
+# TypeScript one's (`make sdk-typescript`: the Node.js and npm on PATH; typescript and
+# @types/node, pinned by sdk/typescript/package-lock.json, installed with npm ci into its
+# git-ignored node_modules).
 SHELL   := /bin/bash
 GO      ?= go
 CACHE   := .cache
@@ -47,7 +51,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
 NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost cost-signal scale test unit later later-go e2e e2e-load e2e-rest chromium stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost cost-signal scale test unit later later-go sdk-python sdk-typescript e2e e2e-load e2e-rest chromium stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -232,7 +236,7 @@ unit: node-install
 # CPU, and each of those parts has race-checked tests of its own in `unit`. Each one's
 # output stays together.
 later:
-	$(MAKE) --no-print-directory -j5 --output-sync=target e2e-load e2e-rest example synth later-go
+	$(MAKE) --no-print-directory -j5 --output-sync=target e2e-load e2e-rest example synth later-go sdk-python sdk-typescript
 
 # Headless Chromium for the operations console's browser tests (internal/e2e/console_test.go,
 # docs/console.md): Debian's chromium package, installed with apt-get when $(CHROMIUM) is
@@ -263,6 +267,31 @@ e2e-rest: deps ddb-install chromium
 
 later-go: node-install
 	$(GO) test -count=1 -timeout 20m ./cmd/scale ./cmd/cost $(CDK_PKGS)
+
+# The Python worker SDK (sdk/python, docs/worker-protocol.md): its unittest suite, the
+# protocol's shared vectors (api/worker/vectors) among it. The standard library only: python3
+# (3.10 or later) and nothing to install; a second or two, so it rides along in `later`.
+sdk-python:
+	python3 -m unittest discover -s sdk/python/tests
+
+# The TypeScript worker SDK (sdk/typescript, the npm package @longrun/worker): installed from
+# its package.json and package-lock.json (typescript and @types/node, the whole tree pinned:
+# npm ci checks every package's integrity, without install scripts) into its git-ignored
+# node_modules, type-checked and built with the pinned tsc (strict) into its git-ignored
+# dist/, then its tests and its example's under Node's own runner (node --test), the
+# protocol's shared vectors (api/worker/vectors) among them. About 4 s (6 with the install),
+# so it rides along in `later`; it installs again only when package.json or the lockfile
+# changes.
+SDK_TS := sdk/typescript
+sdk-typescript: $(SDK_TS)/node_modules/.package-lock.json
+	rm -rf $(SDK_TS)/dist
+	cd $(SDK_TS) && node_modules/.bin/tsc -p tsconfig.json
+	cd $(SDK_TS) && node --test --test-reporter=spec dist/test/*.test.js dist/examples/*.test.js
+
+$(SDK_TS)/node_modules/.package-lock.json: $(SDK_TS)/package.json $(SDK_TS)/package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js 20 or later and npm are required (sdk/typescript)"; exit 1; }
+	cd $(SDK_TS) && npm ci --silent --no-fund --no-audit --ignore-scripts --cache $(abspath $(CACHE)/npm)
+	touch $@
 
 # cdk-nag's AwsSolutions and Serverless packs over the construct and over the stage `make
 # synth` builds, in several shapes (docs/security.md, "The rule packs"): the TestRulePacks

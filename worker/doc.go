@@ -10,7 +10,8 @@
 // the deadline and the type's maxSteps and records the facts; a worker never touches
 // longrun's table. The protocol itself, for workers in any language, is
 // docs/worker-protocol.md; its JSON Schemas are api/worker/step-request.schema.json and
-// api/worker/step-report.schema.json.
+// api/worker/step-report.schema.json, and its test vectors, api/worker/vectors, hold this
+// package to longrun's own reading of requests and reports.
 //
 // A worker is a [Func]: it receives a [Step] and the input decoded into the team's own type.
 // A whole main.go, for a type whose work is one step:

@@ -179,6 +179,100 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	}{plain(r), r.Deadline.UTC().Format(deadlineLayout)})
 }
 
+// UnmarshalJSON reads a step request as longrun sends it. Members are matched by their exact
+// names, as every implementation of the protocol matches them (encoding/json alone would
+// match "Step" or "STEP" too), and a member this version does not know is ignored: a later
+// version of longrun may send more (docs/worker-protocol.md). The integer members are read
+// as JSON Schema reads integers, so 3.0 is 3, as JSON re-serialised on the way may spell it.
+// A payload that is not a JSON object is an error; what the members must hold beyond their
+// JSON types, [Handler] checks.
+func (r *Request) UnmarshalJSON(b []byte) error {
+	m, err := members(b, "a step request")
+	if err != nil {
+		return err
+	}
+	var req Request
+	for _, f := range []struct {
+		name string
+		v    any
+	}{
+		{"protocol", &req.Protocol}, {"operationId", &req.OperationID}, {"type", &req.Type},
+		{"version", &req.Version}, {"input", &req.Input}, {"step", &req.Step}, {"maxSteps", &req.MaxSteps},
+		{"attempt", &req.Attempt}, {"state", &req.State}, {"deadline", &req.Deadline},
+		{"stepTimeoutSeconds", &req.StepTimeoutSeconds}, {"correlationId", &req.CorrelationID},
+		{"signals", &req.Signals}, {"awaited", &req.Awaited}, {"callbacks", &req.Callbacks},
+	} {
+		if err := decodeMember(m, f.name, f.v); err != nil {
+			return err
+		}
+	}
+	*r = req
+	return nil
+}
+
+// UnmarshalJSON reads a signal as a step request carries it, its members matched by their
+// exact names (see [Request.UnmarshalJSON]).
+func (s *Signal) UnmarshalJSON(b []byte) error {
+	m, err := members(b, "a signal")
+	if err != nil {
+		return err
+	}
+	var sig Signal
+	for _, f := range []struct {
+		name string
+		v    any
+	}{{"name", &sig.Name}, {"data", &sig.Data}, {"receivedAt", &sig.ReceivedAt}, {"sender", &sig.Sender}, {"via", &sig.Via}} {
+		if err := decodeMember(m, f.name, f.v); err != nil {
+			return err
+		}
+	}
+	*s = sig
+	return nil
+}
+
+// UnmarshalJSON reads what a wait came to as a step request carries it, its members
+// matched by their exact names (see [Request.UnmarshalJSON]).
+func (a *Awaited) UnmarshalJSON(b []byte) error {
+	m, err := members(b, "awaited")
+	if err != nil {
+		return err
+	}
+	var aw Awaited
+	if err := decodeMember(m, "signal", &aw.Signal); err != nil {
+		return err
+	}
+	if err := decodeMember(m, "timedOut", &aw.TimedOut); err != nil {
+		return err
+	}
+	*a = aw
+	return nil
+}
+
+// decodeMember decodes the member name of m, if there is one, into v: an *int as a JSON
+// Schema integer that fits an int, anything else with encoding/json (where null leaves v
+// alone).
+func decodeMember(m map[string]json.RawMessage, name string, v any) error {
+	raw, ok := m[name]
+	if !ok {
+		return nil
+	}
+	if n, isInt := v.(*int); isInt && string(raw) != "null" {
+		d, err := parseNumber(raw, name)
+		if err != nil {
+			return err
+		}
+		if !d.integral() || d.magnitude() > 18 {
+			return fmt.Errorf("%s %.40s is not an integer", name, raw)
+		}
+		*n = d.int()
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
 // check rejects what is not a step request of this protocol.
 func (r Request) check() error {
 	switch {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -206,10 +205,10 @@ func (r *Report) continuing(method string) bool {
 }
 
 // WithProgress returns the report with p as its progress, its message cut to
-// [MaxMessageChars] characters as [Fail] cuts a detail.
+// [MaxMessageChars] characters as [Fail] cuts a detail (a percent of -0 is sent as 0).
 func (r Report) WithProgress(p Progress) Report {
 	if p.Percent != nil {
-		percent := *p.Percent
+		percent := *p.Percent + 0 // -0 is 0, as longrun records it
 		p.Percent = &percent
 	}
 	p.Message = clamp(p.Message, MaxMessageChars)
@@ -302,9 +301,16 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// UnmarshalJSON reads a step report as strictly as the protocol's schema does (an unknown
-// member, a member the status does not allow, or a value out of its range is an error) and
-// holds it to the size limits the schema cannot say, measured as compact JSON.
+// UnmarshalJSON reads a step report exactly as longrun's recorder reads one. It is as strict
+// as the protocol's schema: an unknown or wrongly cased member, a member the status does not
+// allow (null too), a value of the wrong JSON type or out of its range is an error. Numbers
+// are read exactly, as JSON Schema reads them: 30.0 and 3e1 are the integer 30, and
+// 100.00000000000000001 is more than 100; a totalSteps too big for an int is math.MaxInt.
+// The state and the result are held to the size limits the schema cannot say, measured as
+// compact JSON, and a state of null is no state. The one fault it forgives, as longrun
+// does, is text over its length limit: a problem's title or detail, or a progress message,
+// is cut to its limit as [Fail] cuts it. The protocol's test vectors (api/worker/vectors)
+// hold it to the recorder.
 func (r *Report) UnmarshalJSON(b []byte) error {
 	rep, err := decodeReport(b)
 	if err != nil {
@@ -330,64 +336,81 @@ func decodeReport(b []byte) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	var rep Report
 	raw, ok := m["status"]
 	if !ok {
 		return Report{}, errors.New("status is missing")
 	}
-	if err := strict(raw, "status", &rep.status); err != nil {
+	status, err := str(raw, "status")
+	if err != nil {
 		return Report{}, err
 	}
+	rep := Report{status: Status(status)}
 	names, ok := allowed[rep.status]
 	if !ok {
-		return Report{}, fmt.Errorf("status %q is not one of continue, succeeded, failed, outcome_unknown", rep.status)
+		return Report{}, fmt.Errorf("status %q is not one of continue, succeeded, failed, outcome_unknown", status)
 	}
 	for _, k := range sortedKeys(m) {
 		if !slices.Contains(names, k) {
 			return Report{}, fmt.Errorf("%q is not a member of a %s report", k, rep.status)
 		}
-	}
-	if raw, ok := m["state"]; ok {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return Report{}, err
+		v := m[k]
+		switch k {
+		case "state":
+			state, err := compact(v, "state")
+			if err != nil {
+				return Report{}, err
+			}
+			if len(state) > MaxStateBytes {
+				return Report{}, fmt.Errorf("state takes %d bytes as compact JSON, more than %d", len(state), MaxStateBytes)
+			}
+			if string(state) != "null" { // null is no state
+				rep.state = state
+			}
+		case "result":
+			if _, err := members(v, "result"); err != nil {
+				return Report{}, err
+			}
+			result, err := compact(v, "result")
+			if err != nil {
+				return Report{}, err
+			}
+			if len(result) > MaxResultBytes {
+				return Report{}, fmt.Errorf("result takes %d bytes as compact JSON, more than %d", len(result), MaxResultBytes)
+			}
+			rep.result = result
+		case "problem":
+			if rep.problem, err = decodeProblem(v); err != nil {
+				return Report{}, err
+			}
+		case "progress":
+			if rep.progress, err = decodeProgress(v); err != nil {
+				return Report{}, err
+			}
+		case "delaySeconds":
+			secs, err := integer(v, "delaySeconds", 0, uint64(MaxDelay/time.Second))
+			if err != nil {
+				return Report{}, err
+			}
+			rep.delay = &secs
+		case "wait":
+			switch string(v) {
+			case "true":
+				rep.wait = true
+			case "false":
+			default:
+				return Report{}, fmt.Errorf("wait must be true or false, not %.40s", v)
+			}
+		case "await":
+			if rep.await, err = decodeAwait(v); err != nil {
+				return Report{}, err
+			}
 		}
-		rep.state = buf.Bytes()
 	}
-	if raw, ok := m["result"]; ok {
-		if _, err := members(raw, "result"); err != nil {
-			return Report{}, err
-		}
-		var buf bytes.Buffer
-		_ = json.Compact(&buf, raw) // valid: it decoded
-		rep.result = buf.Bytes()
+	if rep.status == StatusFailed && rep.problem == nil {
+		return Report{}, errors.New("status failed needs a problem")
 	}
-	if raw, ok := m["problem"]; ok {
-		if rep.problem, err = decodeProblem(raw); err != nil {
-			return Report{}, err
-		}
-	}
-	if raw, ok := m["progress"]; ok {
-		if rep.progress, err = decodeProgress(raw); err != nil {
-			return Report{}, err
-		}
-	}
-	if raw, ok := m["delaySeconds"]; ok {
-		secs, err := integer(raw, "delaySeconds")
-		if err != nil {
-			return Report{}, err
-		}
-		rep.delay = &secs
-	}
-	if raw, ok := m["wait"]; ok {
-		if err := strict(raw, "wait", &rep.wait); err != nil {
-			return Report{}, err
-		}
-	}
-	if raw, ok := m["await"]; ok {
-		if rep.await, err = decodeAwait(raw); err != nil {
-			return Report{}, err
-		}
+	if rep.await != nil && (rep.wait || rep.delay != nil) {
+		return Report{}, errors.New("await cannot go with wait or delaySeconds: a report waits for a signal or for a time")
 	}
 	return rep, nil
 }
@@ -401,11 +424,11 @@ func decodeAwait(raw json.RawMessage) (*await, error) {
 	for _, k := range sortedKeys(m) {
 		switch k {
 		case "signal":
-			if err := strict(m[k], "await.signal", &a.Signal); err != nil {
+			if a.Signal, err = str(m[k], "await.signal"); err != nil {
 				return nil, err
 			}
 		case "timeoutSeconds":
-			if a.TimeoutSeconds, err = integer(m[k], "await.timeoutSeconds"); err != nil {
+			if a.TimeoutSeconds, err = integer(m[k], "await.timeoutSeconds", 1, uint64(MaxAwait/time.Second)); err != nil {
 				return nil, err
 			}
 		default:
@@ -420,6 +443,7 @@ func decodeAwait(raw json.RawMessage) (*await, error) {
 	return &a, nil
 }
 
+// decodeProblem reads a problem, its title and detail cut to their limits.
 func decodeProblem(raw json.RawMessage) (*Problem, error) {
 	m, err := members(raw, "problem")
 	if err != nil {
@@ -438,7 +462,7 @@ func decodeProblem(raw json.RawMessage) (*Problem, error) {
 		default:
 			return nil, fmt.Errorf("%q is not a member of problem", k)
 		}
-		if err := strict(m[k], "problem."+k, dst); err != nil {
+		if *dst, err = str(m[k], "problem."+k); err != nil {
 			return nil, err
 		}
 	}
@@ -447,9 +471,11 @@ func decodeProblem(raw json.RawMessage) (*Problem, error) {
 			return nil, fmt.Errorf("problem.%s is missing", k)
 		}
 	}
+	p.Title, p.Detail = clamp(p.Title, MaxTitleChars), clamp(p.Detail, MaxDetailChars)
 	return &p, nil
 }
 
+// decodeProgress reads a progress, its message cut to its limit.
 func decodeProgress(raw json.RawMessage) (*Progress, error) {
 	m, err := members(raw, "progress")
 	if err != nil {
@@ -457,26 +483,27 @@ func decodeProgress(raw json.RawMessage) (*Progress, error) {
 	}
 	var p Progress
 	for _, k := range sortedKeys(m) {
+		v := m[k]
 		switch k {
 		case "totalSteps":
-			n, err := integer(m[k], "progress.totalSteps")
+			if p.TotalSteps, err = integer(v, "progress.totalSteps", 1, unbounded); err != nil {
+				return nil, err
+			}
+		case "percent":
+			d, err := parseNumber(v, "progress.percent")
 			if err != nil {
 				return nil, err
 			}
-			if n < 1 {
-				return nil, fmt.Errorf("progress.totalSteps %d is less than 1", n)
+			if d.cmp(0) < 0 || d.cmp(100) > 0 {
+				return nil, fmt.Errorf("progress.percent %.40s is not from 0 to 100", v)
 			}
-			p.TotalSteps = n
-		case "percent":
-			var f float64
-			if err := strict(m[k], "progress.percent", &f); err != nil {
-				return nil, err
-			}
+			f := d.float(v)
 			p.Percent = &f
 		case "message":
-			if err := strict(m[k], "progress.message", &p.Message); err != nil {
+			if p.Message, err = str(v, "progress.message"); err != nil {
 				return nil, err
 			}
+			p.Message = clamp(p.Message, MaxMessageChars)
 		default:
 			return nil, fmt.Errorf("%q is not a member of progress", k)
 		}
@@ -484,10 +511,10 @@ func decodeProgress(raw json.RawMessage) (*Progress, error) {
 	return &p, nil
 }
 
-// members decodes a JSON object into its members.
+// members decodes a JSON object into its members, matched by their exact names. It refuses
+// any other JSON value (null too), and anything after the object but JSON whitespace.
 func members(raw []byte, what string) (map[string]json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("%s must be a JSON object", what)
 	}
 	var m map[string]json.RawMessage
@@ -497,27 +524,24 @@ func members(raw []byte, what string) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// strict decodes a member's value, refusing null (which json.Unmarshal ignores).
-func strict(raw json.RawMessage, member string, v any) error {
-	if string(bytes.TrimSpace(raw)) == "null" {
-		return fmt.Errorf("%s must not be null", member)
+// str decodes a member that must be a JSON string (not null).
+func str(raw json.RawMessage, member string) (string, error) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", fmt.Errorf("%s must be a string, not %.40s", member, raw)
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%s: %w", member, err)
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%s: %w", member, err)
 	}
-	return nil
+	return s, nil
 }
 
-// integer decodes a JSON integer as JSON Schema counts one: 30 and 30.0 both are.
-func integer(raw json.RawMessage, member string) (int, error) {
-	var f float64
-	if err := strict(raw, member, &f); err != nil {
-		return 0, err
+func compact(raw json.RawMessage, member string) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("%s: %w", member, err)
 	}
-	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, fmt.Errorf("%s must be an integer", member)
-	}
-	return int(f), nil
+	return buf.Bytes(), nil
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

@@ -280,15 +280,19 @@ func stepEndOf(in Input, req *step.Request) end {
 		if in.Task != nil {
 			raw = in.Task.Report
 		}
-		var ep errorPayload
-		if json.Unmarshal(raw, &ep) == nil && ep.ErrorType != "" {
-			failure = ep.ErrorType
-		} else {
-			var err error
-			if rep, err = step.ParseReportCuttingText(raw); err != nil {
+		var err error
+		if rep, err = step.ParseReportCuttingText(raw); err != nil {
+			// Not a report. It is the function's error as an emulator hands it back when it
+			// is an object with an errorType, matched by that exact name, and no status: a
+			// report with an errorType member is a report with an unknown member, invalid as
+			// any other (api/worker/vectors/reports).
+			var m map[string]json.RawMessage
+			var ep errorPayload
+			if json.Unmarshal(raw, &m) != nil || m["status"] != nil || json.Unmarshal(m["errorType"], &ep.ErrorType) != nil || ep.ErrorType == "" {
 				return fail(operation.KindOutcomeUnknown, "invalid_report", "Invalid step report",
 					fmt.Sprintf("Step %d's worker answered with something that is not a step report (%v); the step may have acted, so the outcome is unknown.", req.Step, runes.Cut(err.Error(), 300)))
 			}
+			failure = ep.ErrorType
 		}
 	}
 	switch {
