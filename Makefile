@@ -12,6 +12,9 @@ CACHE   := .cache
 DDB_DIR := $(CACHE)/dynamodb-local
 # The worked example, a module of its own.
 EXAMPLE := examples/provision-environment
+# The public modules of this repository besides the root one (go.work joins them into one
+# build; `./...` at the root stops at a nested module, so the targets name them).
+MODULES := ./worker/... ./client/...
 # Fuzz budgets are counts of executions, not durations: with a duration, Go 1.26's fuzzing
 # coordinator can report "context deadline exceeded" as a failure when the time runs out
 # while a worker is busy on a loaded machine (go.dev/issue/75804, fixed in Go 1.27).
@@ -66,7 +69,7 @@ CHECK_DECISIONS := ./internal/service/dispatch ./internal/service/recorder ./int
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet ./... $(MODULES)
 	$(GO) test $$(bash .ci/pure-packages)
 	LONGRUN_DYNAMODB_ENDPOINT=http://127.0.0.1:9 $(GO) test -run '^TestDecides' $(CHECK_DECISIONS)
 
@@ -134,7 +137,8 @@ lint: deps redocly-install spectral-install oapi-codegen-install
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
-	$(GO) vet ./...
+	$(GO) vet ./... $(MODULES)
+	@for m in $(patsubst ./%/...,%,$(MODULES)); do (cd $$m && $(GO) mod tidy -diff) || { echo "$$m: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; done
 	@cd $(EXAMPLE) && { $(GO) mod tidy -diff || { echo "$(EXAMPLE): go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }; } && $(GO) vet ./...
 	@bash .ci/no-binaries --self-test
 	bash .ci/no-binaries
@@ -224,7 +228,7 @@ asl-lint: deps asl-install
 # time: each waits on its own DynamoDB Local, which answers one request at a time.
 CDK_PKGS := ./construct/... ./infra/...
 unit: node-install
-	$(GO) test -race -count=1 -p 4 $$($(GO) list ./... | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$' -e '/internal/e2e$$')
+	$(GO) test -race -count=1 -p 4 $$($(GO) list ./... $(MODULES) | grep -v -e '/construct$$' -e '/construct/' -e '/infra$$' -e '/infra/' -e '/cmd/cost$$' -e '/cmd/scale$$' -e '/internal/e2e$$')
 
 # After the unit run, side by side and without the race detector: the packages that start a
 # local stack of their own on free ports (the e2e suite behind the conflict proxy, cmd/scale's
@@ -377,7 +381,7 @@ $(PEER_DIR)/node_modules/.package-lock.json: | tools-check
 # (-tags lambda.norpc, trimmed, stripped) is zipped into dist/<function>.zip for CDK (`make
 # dist` alone); prints binary and zip sizes.
 build:
-	$(GO) build ./...
+	$(GO) build ./... $(MODULES)
 	$(MAKE) --no-print-directory dist
 dist:
 	$(GO) run ./cmd/release -out dist -arch $(ARCH)

@@ -24,7 +24,8 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/uuid v1.6.0
-	github.com/oapi-codegen/runtime v1.9.0
+	github.com/longrun-dev/longrun/client v0.0.0-00010101000000-000000000000
+	github.com/longrun-dev/longrun/worker v0.0.0-00010101000000-000000000000
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/sivchari/kumo v0.33.1
@@ -79,6 +80,7 @@ require (
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/oapi-codegen/runtime v1.9.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
@@ -100,4 +102,11 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/grpc v1.83.2 // indirect
+)
+
+// The worker and client modules live in this repository (docs/adopting.md); go.work joins
+// them for development, and these serve them to builds without it (GOWORK=off, go mod tidy).
+replace (
+	github.com/longrun-dev/longrun/client => ./client
+	github.com/longrun-dev/longrun/worker => ./worker
 )

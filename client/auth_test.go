@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/longrun-dev/longrun/client"
-	"github.com/longrun-dev/longrun/internal/testkit/clocktest"
 )
 
 const (
@@ -139,7 +138,7 @@ func uriEncode(s string) string {
 	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
 }
 
-func sigV4Client(t *testing.T, srv *httptest.Server, clock *clocktest.Clock) *client.Client {
+func sigV4Client(t *testing.T, srv *httptest.Server, clock *fakeClock) *client.Client {
 	t.Helper()
 	cfg := aws.Config{Region: region, Credentials: credentials.NewStaticCredentialsProvider(accessKey, secretKey, sessionToken)}
 	c, err := client.New(srv.URL+"/prod", &client.ClientOptions{HTTPClient: freshConnections(), Auth: client.SigV4(cfg), Clock: clock})

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -13,12 +14,51 @@ import (
 	"time"
 
 	"github.com/longrun-dev/longrun/client"
-	"github.com/longrun-dev/longrun/internal/testkit/clocktest"
 )
 
 var epoch = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
-func newClock() *clocktest.Clock { return clocktest.New(epoch) }
+// fakeClock is ClientOptions.Clock for tests: its time moves only when the client sleeps
+// (at once, the wait recorded) or a test advances it. (The client is a module of its own
+// and imports nothing of longrun's module, so it does not share internal/testkit/clocktest.)
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+}
+
+func newClock() *fakeClock { return &fakeClock{now: epoch} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Sleep returns at once, unless ctx is done, with the clock moved on by d.
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waits = append(c.waits, d)
+	c.now = c.now.Add(d)
+	return nil
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Waits are the client's sleeps, in order.
+func (c *fakeClock) Waits() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.waits...)
+}
 
 // freshConnections is an HTTP client that opens a connection per request, so net/http
 // never replays a request on its own (it retries an idempotent request, which a request
@@ -30,7 +70,7 @@ func freshConnections() *http.Client {
 
 // newClient is a client of srv (under base, e.g. "/prod") with the fake clock and a seeded
 // jitter source; opts adjusts the options first.
-func newClient(t *testing.T, srv *httptest.Server, clock *clocktest.Clock, opts func(*client.ClientOptions)) *client.Client {
+func newClient(t *testing.T, srv *httptest.Server, clock *fakeClock, opts func(*client.ClientOptions)) *client.Client {
 	t.Helper()
 	o := &client.ClientOptions{
 		HTTPClient: freshConnections(),

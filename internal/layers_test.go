@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +37,9 @@ func rel(path string) string {
 
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...")
+	// ./... stops at a nested module: the worker and client modules are named (go.work
+	// joins them).
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", "./...", "./worker/...", "./client/...")
 	cmd.Dir = ".."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -158,6 +161,98 @@ func violations(pkgs []pkg) []string {
 func TestLayers(t *testing.T) {
 	for _, v := range violations(listPackages(t)) {
 		t.Error(v)
+	}
+}
+
+// publicModules are the modules users require besides longrun's own, each with the modules
+// its packages, and their tests, may reach beyond the standard library. A team's worker
+// requires the worker module, and a service that calls longrun the client module, so they
+// weigh nothing: never longrun's module, with its emulators, OpenTelemetry and CDK.
+func publicModules() map[string][]string {
+	return map[string][]string{
+		"worker": {module + "/worker", "github.com/aws/aws-lambda-go"},
+		"client": {module + "/client",
+			// SigV4 signing (client.SigV4), and the generated wire types' runtime.
+			"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go", "github.com/oapi-codegen/runtime",
+			"github.com/apapsch/go-jsonmerge/v2", "github.com/google/uuid",
+			// Its tests: static credentials, and the contract read with kin-openapi.
+			"github.com/aws/aws-sdk-go-v2/credentials", "github.com/getkin/kin-openapi", "go.yaml.in/yaml/v4",
+			"github.com/go-openapi/jsonpointer", "github.com/go-openapi/swag/jsonname",
+			"github.com/santhosh-tekuri/jsonschema/v6", "golang.org/x/text"},
+	}
+}
+
+// beyond lists the modules that are not allowed.
+func beyond(modules, allowed []string) []string {
+	var out []string
+	for _, m := range modules {
+		if !slices.Contains(allowed, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Issue 24: each public module's go.mod requires only modules it may reach and replaces
+// nothing, and its packages and their tests reach no other module beyond the standard
+// library, built as a user's module would build them (GOWORK=off). The worker module's
+// go.mod requires aws-lambda-go alone.
+func TestThePublicModulesWeighNothing(t *testing.T) {
+	for dir, allowed := range publicModules() {
+		run := func(args ...string) []byte {
+			t.Helper()
+			cmd := exec.Command("go", args...)
+			cmd.Dir = filepath.Join("..", dir)
+			cmd.Env = append(os.Environ(), "GOWORK=off")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: go %v: %v\n%s", dir, args, err, stderr.String())
+			}
+			return out
+		}
+		var mod struct {
+			Module  struct{ Path string }
+			Require []struct{ Path string }
+			Replace []json.RawMessage
+		}
+		if err := json.Unmarshal(run("mod", "edit", "-json"), &mod); err != nil {
+			t.Fatal(err)
+		}
+		var required []string
+		for _, r := range mod.Require {
+			required = append(required, r.Path)
+		}
+		if mod.Module.Path != module+"/"+dir || len(mod.Replace) != 0 {
+			t.Errorf("%s/go.mod: module %s, %d replaces: want %s/%s and none", dir, mod.Module.Path, len(mod.Replace), module, dir)
+		}
+		for _, m := range beyond(required, allowed) {
+			t.Errorf("%s/go.mod requires %s", dir, m)
+		}
+		if dir == "worker" && !slices.Equal(required, []string{"github.com/aws/aws-lambda-go"}) {
+			t.Errorf("worker/go.mod requires %v, want github.com/aws/aws-lambda-go alone", required)
+		}
+		var modules []string
+		for _, m := range strings.Fields(string(run("list", "-test", "-deps", "-f", "{{if not .Standard}}{{.Module.Path}}{{end}}", "./..."))) {
+			if !slices.Contains(modules, m) {
+				modules = append(modules, m)
+			}
+		}
+		if !slices.Contains(modules, module+"/"+dir) || len(modules) < 2 {
+			t.Fatalf("%s: go list found the modules %v", dir, modules)
+		}
+		for _, m := range beyond(modules, allowed) {
+			t.Errorf("the %s module reaches the module %s", dir, m)
+		}
+	}
+}
+
+// The check above can fail: a schema library or longrun's own module is beyond it.
+func TestBeyondCatchesAForeignModule(t *testing.T) {
+	got := beyond([]string{module + "/worker", "github.com/aws/aws-lambda-go", "github.com/santhosh-tekuri/jsonschema/v6", module}, publicModules()["worker"])
+	if want := []string{"github.com/santhosh-tekuri/jsonschema/v6", module}; !slices.Equal(got, want) {
+		t.Fatalf("beyond: %v, want %v", got, want)
 	}
 }
 

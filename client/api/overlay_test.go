@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
-	contract "github.com/longrun-dev/longrun/api"
+	"github.com/longrun-dev/longrun/client/internal/contracttest"
 )
 
 // TestOverlayOnlyNames holds oapi-overlay.yaml to what its header says: its actions add
@@ -18,7 +18,7 @@ import (
 // and every such description of the contract is put back.
 func TestOverlayOnlyNames(t *testing.T) {
 	var doc any
-	if err := yaml.Unmarshal(contract.OpenAPI(), &doc); err != nil {
+	if err := yaml.Unmarshal(contracttest.OpenAPI(t), &doc); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{} // target → the contract's description beside a $ref

@@ -8,6 +8,7 @@ require (
 	github.com/aws/constructs-go/constructs/v10 v10.8.1
 	github.com/aws/jsii-runtime-go v1.142.0
 	github.com/longrun-dev/longrun v0.0.0
+	github.com/longrun-dev/longrun/worker v0.0.0-00010101000000-000000000000
 )
 
 require (
@@ -90,4 +91,9 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/longrun-dev/longrun => ../..
+// longrun from this checkout (docs/adopting.md): its module and its worker and client modules.
+replace (
+	github.com/longrun-dev/longrun => ../..
+	github.com/longrun-dev/longrun/client => ../../client
+	github.com/longrun-dev/longrun/worker => ../../worker
+)

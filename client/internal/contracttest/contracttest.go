@@ -8,22 +8,45 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"github.com/longrun-dev/longrun/api"
 )
+
+// OpenAPI is the contract's text, api/openapi.yaml, read from the checkout the tests run in:
+// the client is a module of its own, which imports nothing of longrun's module (where the
+// contract is embedded), so its tests read the file, from the nearest folder above the
+// working directory that holds it.
+func OpenAPI(t testing.TB) []byte {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "api", "openapi.yaml"))
+		if err == nil {
+			return b
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no api/openapi.yaml above the working directory: the client's tests run in a longrun checkout")
+		}
+		dir = parent
+	}
+}
 
 // Contract is api/openapi.yaml, loaded and validated by kin-openapi.
 func Contract(t testing.TB) *openapi3.T {
 	t.Helper()
 	loader := openapi3.NewLoader()
 	loader.IsExternalRefsAllowed = false
-	doc, err := loader.LoadFromData(api.OpenAPI())
+	doc, err := loader.LoadFromData(OpenAPI(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package worker_test
+package api_test
 
 import (
 	"bytes"
@@ -20,9 +20,18 @@ import (
 
 // The protocol's files, relative to this package.
 var (
-	schemaDir = filepath.Join("..", "api", "worker")
+	schemaDir = "worker"
 	sampleDir = filepath.Join("..", "events", "samples", "worker")
 )
+
+func sample(t *testing.T, name string) json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(sampleDir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // schema compiles api/worker/<name>.schema.json under its $id, asserting formats.
 func schema(t *testing.T, name string) *jsonschema.Schema {

@@ -1,0 +1,5 @@
+module github.com/longrun-dev/longrun/worker
+
+go 1.26.0
+
+require github.com/aws/aws-lambda-go v1.55.1
