@@ -54,7 +54,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # For the CDK CLI (a node script run through PATH): the cache's node first, when there is one.
 NODE_ON_PATH = $(if $(wildcard $(NODE)),PATH="$(abspath $(dir $(NODE))):$$PATH")
 
-.PHONY: all check run cost cost-signal scale test unit later later-go sdk-python sdk-typescript e2e e2e-load e2e-rest chromium stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
+.PHONY: all check run cost cost-signal scale test unit later later-go sdk-python sdk-typescript sdk-typescript-build example-typescript e2e e2e-load e2e-rest chromium stress nag e2e-plain example fuzz bench build dist synth deploy destroy cdk-install node-install test-localstack localstack-up localstack-down lint asl-lint asl-install deps ddb-install ddb-run tools-check clean
 
 all: lint test
 
@@ -240,7 +240,7 @@ unit: node-install
 # CPU, and each of those parts has race-checked tests of its own in `unit`. Each one's
 # output stays together.
 later:
-	$(MAKE) --no-print-directory -j5 --output-sync=target e2e-load e2e-rest example synth later-go sdk-python sdk-typescript
+	$(MAKE) --no-print-directory -j5 --output-sync=target e2e-load e2e-rest example synth later-go sdk-python sdk-typescript example-typescript
 
 # Headless Chromium for the operations console's browser tests (internal/e2e/console_test.go,
 # docs/console.md): Debian's chromium package, installed with apt-get when $(CHROMIUM) is
@@ -258,15 +258,17 @@ chromium:
 
 # The e2e suite: its load test (a thousand admissions, then every operation to its end) on a
 # stack of its own, beside the rest of the suite on another, since it floods its stack and
-# every other test waits for it. Each stack logs to its own file in .cache/logs.
+# every other test waits for it. Each stack logs to its own file in .cache/logs. Every target
+# that starts the suite's stack builds the TypeScript worker SDK first: the stack runs a
+# worker written with it (internal/e2e/testdata/workers/node), which imports its dist/.
 E2E_LOAD := ^TestThousandAdmissionsWithDuplicatesUnderConflicts$$
 e2e:
 	$(MAKE) --no-print-directory -j2 --output-sync=target e2e-load e2e-rest
 
-e2e-load: deps ddb-install
+e2e-load: deps ddb-install sdk-typescript-build
 	LONGRUN_E2E_LOG=e2e-load $(GO) test -count=1 -run '$(E2E_LOAD)' ./internal/e2e/
 
-e2e-rest: deps ddb-install chromium
+e2e-rest: deps ddb-install chromium sdk-typescript-build
 	$(GO) test -count=1 -parallel 8 -skip '$(E2E_LOAD)' ./internal/e2e/
 
 later-go: node-install
@@ -285,12 +287,25 @@ sdk-python:
 # dist/, then its tests and its example's under Node's own runner (node --test), the
 # protocol's shared vectors (api/worker/vectors) among them. About 4 s (6 with the install),
 # so it rides along in `later`; it installs again only when package.json or the lockfile
-# changes.
+# changes. The build is a target of its own, which the tests and the e2e targets both
+# depend on: in one make run (`later` runs e2e-rest beside sdk-typescript) it builds once,
+# and nothing empties dist/ while the e2e suite's Node.js worker reads it.
 SDK_TS := sdk/typescript
-sdk-typescript: $(SDK_TS)/node_modules/.package-lock.json
+sdk-typescript: sdk-typescript-build
+	cd $(SDK_TS) && node --test --test-reporter=spec dist/test/*.test.js dist/examples/*.test.js
+
+sdk-typescript-build: $(SDK_TS)/node_modules/.package-lock.json
 	rm -rf $(SDK_TS)/dist
 	cd $(SDK_TS) && node_modules/.bin/tsc -p tsconfig.json
-	cd $(SDK_TS) && node --test --test-reporter=spec dist/test/*.test.js dist/examples/*.test.js
+
+# The worked example's TypeScript worker, its registrar (examples/provision-environment/
+# registrar, deployed beside its Go worker): compiled with the SDK's pinned tsc against the
+# SDK sdk-typescript-build builds, which it copies into its git-ignored node_modules (the
+# SDK is not on npm), and assembled into the Lambda asset the example's CDK app deploys
+# (the example's git-ignored .cache/lambda/registrar); then its tests under node --test, the
+# asset's among them. About 2 s once the SDK is built, so it rides along in `later`.
+example-typescript: sdk-typescript-build
+	$(MAKE) --no-print-directory -C $(EXAMPLE) registrar-test
 
 $(SDK_TS)/node_modules/.package-lock.json: $(SDK_TS)/package.json $(SDK_TS)/package-lock.json
 	@command -v npm >/dev/null || { echo "Node.js 20 or later and npm are required (sdk/typescript)"; exit 1; }
@@ -312,7 +327,7 @@ example: deps ddb-install node-install
 # The e2e suite on plain DynamoDB Local, without the conflict proxy: not in `make test`,
 # since the proxy only adds DynamoDB's refusals to the same DynamoDB Local (the store's own
 # tests run on both kinds, dynamotest.EachStore).
-e2e-plain: chromium
+e2e-plain: chromium sdk-typescript-build
 	LONGRUN_E2E_CONFLICTS=0 $(GO) test -count=1 ./internal/e2e/
 
 # The concurrency tests, STRESS_COUNT times in a row each, with every core kept busy beside
@@ -357,7 +372,7 @@ bench-run:
 # Its stack logs to .cache/logs/bench-signal-stack.log.
 SIGNAL        := ^BenchmarkSignalToNextStep$$
 SIGNAL_ROUNDS ?= 200
-bench-signal: deps ddb-install
+bench-signal: deps ddb-install sdk-typescript-build
 	LONGRUN_E2E_LOG=bench-signal $(GO) test -count=1 -run='^$$' -bench='$(SIGNAL)' -benchtime=$(SIGNAL_ROUNDS)x ./internal/e2e
 
 # Admission at concurrency 1 beside the Powertools idempotency peer, both against one

@@ -1,10 +1,11 @@
 // Package construct is longrun as an AWS CDK construct (Go): a platform team adds one
 // [Longrun] to a stack of its own CDK app, hands it the operation types' definitions files
-// and the worker functions it builds and owns, and gets the whole deployment: the DynamoDB
-// table and its stream mappings, longrun's own five functions (api, dispatcher, notifier,
-// recorder, reconciler), two Step Functions state machines per worker (its own and its resume
-// state machine, [Longrun.ResumeStateMachines]), the REST API with its
-// authorizer, the event bus (or the team's), the reconciler's schedule, dead-letter queues,
+// and the worker functions it builds and owns (of any Lambda runtime, Go, Node.js, Python …:
+// [Props].Workers says what the construct needs of them), and gets the whole deployment:
+// the DynamoDB table and its stream mappings, longrun's own five functions (api,
+// dispatcher, notifier, recorder, reconciler), two Step Functions state machines per worker
+// (its own and its resume state machine, [Longrun.ResumeStateMachines]), the REST API with
+// its authorizer, the event bus (or the team's), the reconciler's schedule, dead-letter queues,
 // a dashboard and alarms, and tracing (X-Ray and the ADOT collector layer; [TracingOptions]).
 //
 //	props := &construct.Props{
@@ -28,7 +29,8 @@
 //   - Workers holds exactly the workers of the types served (a missing or an extra worker is
 //     named);
 //   - a worker whose timeout is known (an awslambda.Function of the app) may run as long as
-//     the longest stepTimeout of its types;
+//     the longest stepTimeout of its types, and configures no asynchronous invocation of its
+//     own (the construct gives it the event invoke config that hands its steps back);
 //   - no stepTimeout is longer than 14 minutes. A step is usually sent to its worker
 //     asynchronously, and the workflow's Run waits on a task token, holding no recorder
 //     invocation (docs/lifecycle.md, "One Lambda slot per step"); but a step that follows a

@@ -89,7 +89,8 @@ type Longrun struct {
 // would deploy something other than was meant: an invalid definitions file (the message
 // names the file, type and field), a worker of the types without a function in
 // props.Workers or a function for no worker, a worker whose timeout is shorter than its
-// types' stepTimeout, or contradicting settings.
+// types' stepTimeout or that configures its own asynchronous invocation, or contradicting
+// settings.
 func New(scope constructs.Construct, id string, props *Props) *Longrun {
 	if props == nil {
 		panic("longrun construct: props are required (Stage, CodeDir and Workers)")

@@ -448,6 +448,14 @@ func TestMistakesStopSynthesis(t *testing.T) {
 				"provisioner": a.pythonWorker("P", 5*time.Minute), "mailer": a.pythonWorker("M", 0),
 			}}
 		}, []string{`worker "mailer": its function's timeout 3s is shorter than the stepTimeout 30s of notify.mail`}},
+		{"a worker that configures its own asynchronous invocation", func(a *app) *construct.Props {
+			// Its event invoke config would collide with the construct's only at deployment.
+			mailer := a.pythonWorker("M", time.Minute)
+			mailer.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{RetryAttempts: jsii.Number(2)})
+			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/team.types.yaml"}, CodeDir: codeDir(), Workers: map[string]awslambda.IFunction{
+				"provisioner": a.pythonWorker("P", 5*time.Minute), "mailer": mailer,
+			}}
+		}, []string{`Props.Workers["mailer"]: its function configures asynchronous invocation itself`}},
 		{"an invalid types file", func(a *app) *construct.Props {
 			return &construct.Props{Stage: "dev", TypesFiles: []string{"testdata/invalid.types.yaml"}, CodeDir: codeDir()}
 		}, []string{`testdata/invalid.types.yaml: type "provision.environment": stepTimeout: must be more than 0 and at most 15m0s`}},

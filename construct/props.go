@@ -38,6 +38,32 @@ type Props struct {
 	// imported one (awslambda.Function_FromFunctionArn). The team builds and owns them; the
 	// construct only lets longrun's recorder invoke it (the recorder runs the steps). A worker
 	// in another account must itself allow the recorder's role (its resource policy).
+	//
+	// A worker may run on any Lambda runtime and architecture: Go on provided.al2023,
+	// Node.js (the TypeScript SDK, sdk/typescript), Python (sdk/python), a container image.
+	// The recorder invokes it with a JSON step request and reads the JSON report it returns
+	// (docs/worker-protocol.md), so the construct needs the function's ARN and nothing of its
+	// handler, code, environment, layers, log format or tracing, none of which it sets. What
+	// it does to each worker:
+	//   - the recorder may invoke it (lambda:InvokeFunction on the function and its
+	//     versions and aliases: the function's GrantInvoke, or for an imported one the
+	//     recorder role's policy alone); nothing else of longrun may, and the worker gets no
+	//     permission of longrun's;
+	//   - it gets an event invoke config on $LATEST: the recorder as its destination on
+	//     success and on failure, no retries (a step that failed may have acted), and steps
+	//     Lambda cannot start kept queued 15 minutes at most. So the worker may configure no
+	//     asynchronous invocation of its own (New refuses OnSuccess, OnFailure, RetryAttempts
+	//     and MaxEventAge on a function of the app) and needs no dead-letter queue;
+	//   - the recorder's resource policy lets the worker's role invoke it, as Lambda does
+	//     when it delivers to a destination (an imported worker's role cannot be seen: its
+	//     owner allows it);
+	//   - an alarm on its Errors (each a step recorded outcome_unknown) and its errors and
+	//     throttles on the dashboard.
+	//
+	// Its timeout must be at least the longest stepTimeout of its types (WorkerTimeouts
+	// gives it; New checks a function of the app): the step request carries that
+	// stepTimeout, and a step Lambda ends sooner is recorded outcome_unknown, as one that
+	// outran it (it may have acted).
 	Workers map[string]awslambda.IFunction
 
 	// CodeDir holds longrun's own functions, api.zip, dispatcher.zip, notifier.zip,

@@ -152,6 +152,9 @@ func (s served) checkWorkers(given map[string]awslambda.IFunction) error {
 			errs = append(errs, fmt.Errorf("worker %q: its function's timeout %s is shorter than the stepTimeout %s of %s: Lambda would cut its steps short (give it Timeout: awscdk.Duration_Seconds(%d) or more)",
 				w, got, timeouts[w], longest, int(timeouts[w].Seconds())))
 		}
+		if hasOwnInvokeConfig(f) {
+			errs = append(errs, fmt.Errorf("Props.Workers[%q]: its function configures asynchronous invocation itself (OnSuccess, OnFailure, RetryAttempts or MaxEventAge in its props, or ConfigureAsyncInvoke): the construct gives it its own (the recorder as its destinations, no retries), Lambda allows one per function, and a retry would run a step twice; leave those out", w))
+		}
 	}
 	var extra []string
 	for w := range given {
@@ -168,6 +171,19 @@ func (s served) checkWorkers(given map[string]awslambda.IFunction) error {
 		errs = append(errs, fmt.Errorf("Props.Workers[%q]: no type served names worker %q (the workers are %s)", w, w, strings.Join(workers, ", ")))
 	}
 	return errors.Join(errs...)
+}
+
+// asyncInvokeConfigID is the construct id under which CDK puts a function's event invoke
+// config (FunctionBase.configureAsyncInvoke, which the props OnSuccess, OnFailure,
+// RetryAttempts and MaxEventAge call too).
+const asyncInvokeConfigID = "EventInvokeConfig"
+
+// hasOwnInvokeConfig reports whether the app gave a worker function of its own an event
+// invoke config on $LATEST. sendSteps creates the one a worker may have, and CloudFormation
+// would refuse the second only at deployment. An imported function's cannot be seen.
+func hasOwnInvokeConfig(f awslambda.IFunction) bool {
+	fn, ok := f.(awslambda.Function)
+	return ok && fn.Node().TryFindChild(jsii.String(asyncInvokeConfigID)) != nil
 }
 
 // knownTimeout is a worker function's timeout when the app defines it (Lambda's default

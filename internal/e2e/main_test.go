@@ -73,6 +73,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	if err := managedRuntimesReady(root); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 2
+	}
 	// By default the stack's DynamoDB refuses overlapping transactions as DynamoDB on AWS
 	// does (each holds its items 10–20 ms); LONGRUN_E2E_CONFLICTS=0 runs on plain DynamoDB
 	// Local, as `make e2e-plain` does.

@@ -174,7 +174,7 @@ func TestDiscoveryServesTheDefinitions(t *testing.T) {
 	for _, it := range items {
 		names = append(names, it.(map[string]any)["name"].(string))
 	}
-	if r.status != 200 || fmt.Sprint(names) != "[demo.task export.orders test.brief test.poll test.slow]" {
+	if r.status != 200 || fmt.Sprint(names) != "[demo.task export.orders test.brief test.node test.poll test.python test.slow]" {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	one := c.do(http.MethodGet, "/v1/operation-types/test.slow", "", "")

@@ -26,10 +26,23 @@ type AppProps struct {
 	WorkerCode, SubscriberCode string
 	// ProvisionerURL is where the worker reaches the provisioning system.
 	ProvisionerURL string
+
+	// CatalogURL is where the registrar reaches the team's service catalog. With it the app
+	// deploys the registrar, the TypeScript worker of register.environment, beside the Go
+	// worker, and serves that type too; empty, neither.
+	CatalogURL string
+	// RegistrarTypesFile is registrar/registrar.types.yaml, register.environment's
+	// definition.
+	RegistrarTypesFile string
+	// RegistrarCode is the registrar's Lambda asset, a folder holding worker.js, a
+	// package.json saying it is an ES module, and @longrun/worker in its node_modules (`make
+	// registrar` writes it).
+	RegistrarCode string
 }
 
 // NewStack is the team's stack: longrun with provision.environment, the worker as a
-// function of this app, and the subscriber on longrun's bus.
+// function of this app, and the subscriber on longrun's bus; with a CatalogURL, also
+// register.environment and its TypeScript worker, the registrar.
 func NewStack(scope constructs.Construct, id string, p AppProps) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(id), nil)
 
@@ -38,7 +51,10 @@ func NewStack(scope constructs.Construct, id string, p AppProps) awscdk.Stack {
 		TypesFiles: []string{p.TypesFile},
 		CodeDir:    p.LongrunCode,
 	}
-	// The worker may run as long as the type's stepTimeout (5 min).
+	if p.CatalogURL != "" {
+		props.TypesFiles = append(props.TypesFiles, p.RegistrarTypesFile)
+	}
+	// Each worker may run as long as its type's stepTimeout (5 min, 30 s).
 	timeouts, err := construct.WorkerTimeouts(props)
 	if err != nil {
 		panic(err)
@@ -56,6 +72,22 @@ func NewStack(scope constructs.Construct, id string, p AppProps) awscdk.Stack {
 	})
 
 	props.Workers = map[string]awslambda.IFunction{"provisioner": worker}
+	if p.CatalogURL != "" {
+		// The registrar is TypeScript on AWS's Node.js runtime. longrun invokes a worker with
+		// a JSON step request and reads the JSON report it answers, so the construct takes it
+		// as it takes the Go one: a function, of any runtime, with the timeout its type needs.
+		props.Workers["registrar"] = awslambda.NewFunction(stack, jsii.String("Registrar"), &awslambda.FunctionProps{
+			FunctionName:  jsii.String("provision-" + p.Stage + "-registrar"),
+			Runtime:       awslambda.Runtime_NODEJS_22_X(),
+			Architecture:  awslambda.Architecture_ARM_64(),
+			Handler:       jsii.String("worker.handler"),
+			Code:          awslambda.Code_FromAsset(jsii.String(p.RegistrarCode), nil),
+			Timeout:       awscdk.Duration_Seconds(jsii.Number(timeouts["registrar"].Seconds())),
+			MemorySize:    jsii.Number(256),
+			LoggingFormat: awslambda.LoggingFormat_JSON,
+			Environment:   &map[string]*string{"CATALOG_URL": jsii.String(p.CatalogURL)},
+		})
+	}
 	lr := construct.New(stack, "Longrun", props)
 
 	// The subscriber hears this type's state changes and nothing else.
@@ -109,6 +141,10 @@ func fromContext(app awscdk.App, root string) AppProps {
 		WorkerCode:     rel(get("workerCode", ".cache/lambda/worker")),
 		SubscriberCode: rel(get("subscriberCode", ".cache/lambda/subscriber")),
 		ProvisionerURL: get("provisionerUrl", ""),
+		// The registrar is optional: without a catalog, the app serves provision.environment alone.
+		CatalogURL:         get("catalogUrl", ""),
+		RegistrarTypesFile: rel(get("registrarTypesFile", "registrar/registrar.types.yaml")),
+		RegistrarCode:      rel(get("registrarCode", ".cache/lambda/registrar")),
 	}
 	if p.ProvisionerURL == "" {
 		panic(fmt.Errorf("context provisionerUrl: where the worker reaches the provisioning system"))

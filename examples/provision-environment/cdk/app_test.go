@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
@@ -45,8 +47,13 @@ type resource struct {
 
 func synth(t *testing.T) map[string]resource {
 	t.Helper()
+	return synthWith(t, placeholders(t))
+}
+
+func synthWith(t *testing.T, p AppProps) map[string]resource {
+	t.Helper()
 	app := awscdk.NewApp(nil)
-	NewStack(app, "ProvisionEnvironment", placeholders(t))
+	NewStack(app, "ProvisionEnvironment", p)
 	raw, _ := json.Marshal(app.Synth(nil).GetStackArtifact(jsii.String("ProvisionEnvironment")).Template())
 	var tpl struct{ Resources map[string]resource }
 	if err := json.Unmarshal(raw, &tpl); err != nil {
@@ -113,6 +120,90 @@ func TestTheAppDeploysTheTypeItsWorkerAndTheSubscriber(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no rule for provision.environment's events")
+	}
+}
+
+// functionNamed finds the function named name: its logical id and properties.
+func functionNamed(t *testing.T, res map[string]resource, name string) (string, map[string]any) {
+	t.Helper()
+	for id, f := range of(res, "AWS::Lambda::Function") {
+		if f.Properties["FunctionName"] == name {
+			return id, f.Properties
+		}
+	}
+	t.Fatalf("no function %s", name)
+	return "", nil
+}
+
+// With a catalog, the registrar, TypeScript on the Node.js runtime, is deployed beside the
+// Go worker through the same construct: its type is served too (both files reach longrun's
+// functions), it gets its own two workflows, and the recorder may invoke both workers.
+// Without one (the test above), neither it nor its type is there.
+func TestTheRegistrarRunsOnNodeJSBesideTheGoWorker(t *testing.T) {
+	p := placeholders(t)
+	p.CatalogURL = "https://catalog.example.test/"
+	p.RegistrarTypesFile = "../registrar/registrar.types.yaml"
+	p.RegistrarCode = t.TempDir() // what make registrar writes: worker.js, package.json, node_modules/
+	for name, body := range map[string]string{"worker.js": "export const handler = async () => ({});\n", "package.json": `{"type":"module"}`} {
+		if err := os.WriteFile(filepath.Join(p.RegistrarCode, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := synthWith(t, p)
+
+	registrar, fn := functionNamed(t, res, "provision-dev-registrar")
+	env, _ := fn["Environment"].(map[string]any)
+	if fn["Runtime"] != "nodejs22.x" || fn["Handler"] != "worker.handler" || fn["Timeout"] != 30.0 ||
+		!reflect.DeepEqual(env["Variables"], map[string]any{"CATALOG_URL": "https://catalog.example.test/"}) {
+		t.Errorf("the registrar: runtime %v, handler %v, timeout %v, environment %v; want nodejs22.x, worker.handler, the type's 30 s and CATALOG_URL",
+			fn["Runtime"], fn["Handler"], fn["Timeout"], env["Variables"])
+	}
+	provisioner, goFn := functionNamed(t, res, "provision-dev-worker")
+	if goFn["Runtime"] != "provided.al2023" || goFn["Handler"] != "bootstrap" {
+		t.Errorf("the Go worker: runtime %v, handler %v", goFn["Runtime"], goFn["Handler"])
+	}
+
+	var machines []string
+	for _, m := range of(res, "AWS::StepFunctions::StateMachine") {
+		machines = append(machines, m.Properties["StateMachineName"].(string))
+	}
+	sort.Strings(machines)
+	if want := []string{"longrun-dev-provisioner", "longrun-dev-provisioner-resume", "longrun-dev-registrar", "longrun-dev-registrar-resume"}; !reflect.DeepEqual(machines, want) {
+		t.Errorf("state machines %v, want %v", machines, want)
+	}
+	_, recorder := functionNamed(t, res, "longrun-dev-recorder")
+	renv, _ := recorder["Environment"].(map[string]any)
+	if files := renv["Variables"].(map[string]any)["LONGRUN_TYPES_FILE"]; files != "/opt/longrun.types.yaml,/opt/registrar.types.yaml" {
+		t.Errorf("LONGRUN_TYPES_FILE %v, want both files", files)
+	}
+	role, _ := recorder["Role"].(map[string]any)["Fn::GetAtt"].([]any)
+	var invokes string
+	for _, pol := range of(res, "AWS::IAM::Policy") {
+		if b, _ := json.Marshal(pol.Properties); strings.Contains(string(b), `"Ref":"`+role[0].(string)+`"`) {
+			invokes += string(b)
+		}
+	}
+	for _, id := range []string{registrar, provisioner} {
+		if !strings.Contains(invokes, "lambda:InvokeFunction") || !strings.Contains(invokes, `"`+id+`","Arn"`) {
+			t.Errorf("the recorder may not invoke %s", id)
+		}
+	}
+}
+
+// The registrar is the context's choice: catalogUrl deploys it, from the folders the example
+// keeps it in unless the context names others.
+func TestCatalogURLDeploysTheRegistrar(t *testing.T) {
+	context := func(c map[string]interface{}) AppProps {
+		return fromContext(awscdk.NewApp(&awscdk.AppProps{Context: &c}), "/team")
+	}
+	without := context(map[string]interface{}{"provisionerUrl": "https://provisioner.example.test"})
+	if without.CatalogURL != "" {
+		t.Errorf("no catalogUrl, yet CatalogURL %q", without.CatalogURL)
+	}
+	with := context(map[string]interface{}{"provisionerUrl": "https://provisioner.example.test", "catalogUrl": "https://catalog.example.test/"})
+	if with.CatalogURL != "https://catalog.example.test/" || with.RegistrarTypesFile != "/team/registrar/registrar.types.yaml" ||
+		with.RegistrarCode != "/team/.cache/lambda/registrar" {
+		t.Errorf("%+v", with)
 	}
 }
 

@@ -1,7 +1,9 @@
 // Command cdk is the team's CDK app: longrun with provision.environment and its worker,
-// deployed through longrun's construct, and the subscriber on longrun's bus. Build the
-// functions first (see README.md), then `make deploy PROVISIONER_URL=https://…`, which runs
-// the CDK CLI that cli/package-lock.json pins.
+// deployed through longrun's construct, and the subscriber on longrun's bus; with the
+// context catalogUrl, also register.environment and its TypeScript worker (registrar/).
+// Build the functions first (see README.md), then `make deploy PROVISIONER_URL=https://…`
+// (with `make registrar` and CATALOG_URL=https://… for the registrar), which runs the CDK
+// CLI that cli/package-lock.json pins.
 package main
 
 import (
