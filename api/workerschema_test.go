@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/longrun-dev/longrun/internal/testkit/workerschema"
 	"github.com/longrun-dev/longrun/worker"
 )
 
@@ -33,41 +33,12 @@ func sample(t *testing.T, name string) json.RawMessage {
 	return b
 }
 
-// schema compiles api/worker/<name>.schema.json under its $id, asserting formats.
+// schema compiles api/worker/<name>.schema.json.
 func schema(t *testing.T, name string) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(filepath.Join(schemaDir, name+".schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := "https://longrun.dev/schemas/worker/" + name + ".json"
-	if m, _ := doc.(map[string]any); m["$id"] != id || m["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
-		t.Fatalf("%s: $id %v, $schema %v", name, m["$id"], m["$schema"])
-	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	if err := c.AddResource(id, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(id)
-	if err != nil {
-		t.Fatalf("compile %s: %v", name, err)
-	}
-	return s
+	return workerschema.Compile(t, schemaDir, name)
 }
 
-func validate(s *jsonschema.Schema, doc []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		return err
-	}
-	return s.Validate(v)
-}
+func validate(s *jsonschema.Schema, doc []byte) error { return workerschema.Validate(s, doc) }
 
 // sameJSON reports whether a and b are the same JSON value, member order and spacing aside.
 func sameJSON(t *testing.T, a, b []byte) bool {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/longrun-dev/longrun/internal/core/runes"
 	"github.com/longrun-dev/longrun/internal/core/step"
+	"github.com/longrun-dev/longrun/internal/testkit/workerschema"
 )
 
 // The protocol's files, relative to this package.
@@ -24,45 +25,12 @@ var (
 	sampleDir = filepath.Join("..", "..", "..", "events", "samples", "worker")
 )
 
-// schema compiles api/worker/<name>.schema.json (JSON Schema 2020-12) under its $id,
-// asserting formats.
+// schema compiles api/worker/<name>.schema.json.
 func schema(t *testing.T, name string) *jsonschema.Schema {
-	t.Helper()
-	f, err := os.Open(filepath.Join(schemaDir, name+".schema.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := "https://longrun.dev/schemas/worker/" + name + ".json"
-	if m, _ := doc.(map[string]any); m["$id"] != id || m["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
-		t.Fatalf("%s: $id %v, $schema %v", name, m["$id"], m["$schema"])
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
-	if err := c.AddResource(id, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(id)
-	if err != nil {
-		t.Fatalf("compile %s: %v", name, err)
-	}
-	return s
+	return workerschema.Compile(t, schemaDir, name)
 }
 
-// validate reports whether the schema accepts doc; a doc that is not one JSON value is not
-// accepted either.
-func validate(s *jsonschema.Schema, doc []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		return err
-	}
-	return s.Validate(v)
-}
+func validate(s *jsonschema.Schema, doc []byte) error { return workerschema.Validate(s, doc) }
 
 func intp(n int) *int              { return &n }
 func floatp(f float64) *float64    { return &f }
