@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -40,18 +39,7 @@ func schema(t *testing.T, name string) *jsonschema.Schema {
 
 func validate(s *jsonschema.Schema, doc []byte) error { return workerschema.Validate(s, doc) }
 
-// sameJSON reports whether a and b are the same JSON value, member order and spacing aside.
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
+func sameJSON(t *testing.T, a, b []byte) bool { return workerschema.SameJSON(t, a, b) }
 
 // Every sample is valid under its schema and survives the Go types unchanged; there is one
 // report sample per status, and the request samples are a first step and a later one that

@@ -594,18 +594,7 @@ func TestSamples(t *testing.T) {
 	}
 }
 
-// sameJSON reports whether a and b are the same JSON value, member order and spacing aside.
-func sameJSON(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
+func sameJSON(t *testing.T, a, b []byte) bool { return workerschema.SameJSON(t, a, b) }
 
 // A request that gives a step signals, what its wait came to and the type's callback URLs
 // is valid under the request schema as step.Request writes it; the schema holds those

@@ -5,8 +5,10 @@ package workerschema
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -50,4 +52,18 @@ func Validate(s *jsonschema.Schema, doc []byte) error {
 		return err
 	}
 	return s.Validate(v)
+}
+
+// SameJSON reports whether a and b are the same JSON value, member order and spacing aside;
+// it fails the test when either is not JSON.
+func SameJSON(t testing.TB, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal(a, &x); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &y); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(x, y)
 }
