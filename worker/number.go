@@ -14,8 +14,8 @@ import (
 // recorder reads a report: the value is ±digits×10^exp, digits without leading or trailing
 // zeros ("" for zero, -0 too), so 30, 30.0, 3e1 and 300e-1 are the same decimal, and
 // 100.00000000000000001 is more than 100 (a float64 would call it 100). It is longrun's own
-// reading (internal/core/step), copied because this package imports nothing of internal/;
-// the protocol's test vectors (api/worker/vectors) hold the two to one behaviour.
+// reading (internal/core/step), copied because the worker module imports nothing of
+// longrun's; the protocol's test vectors (api/worker/vectors) hold the two to one behaviour.
 type decimal struct {
 	neg    bool
 	digits string

@@ -124,7 +124,8 @@ func newProblem(code, title, detail string) *Problem {
 // clamp cuts s to at most limit characters, the last of them "…" when it cut. A byte that
 // is not UTF-8 counts as one character and becomes U+FFFD, as encoding/json writes it, so
 // the result is what the protocol counts and valid UTF-8. It is longrun's runes.Cut, copied
-// because this package imports nothing of internal/; a test holds the two to one behaviour.
+// because this module imports nothing of longrun's; api/workerclamp_test.go holds the two to
+// one behaviour.
 func clamp(s string, limit int) string {
 	if utf8.RuneCountInString(s) <= limit {
 		return s

@@ -170,7 +170,7 @@ func TestErrorsFromTheFunc(t *testing.T) {
 }
 
 // A report that breaks the protocol is the worker's bug: an error, never sent as a report.
-// (Text over its length limit is not: it is cut, TestOverLongTextIsCutNotRefused.)
+// (Text over its length limit is not: it is cut, TestOverLongTextIsCutNotRefused in api/.)
 func TestAWronglyBuiltReportIsAnError(t *testing.T) {
 	for _, tc := range []struct {
 		rep  worker.Report

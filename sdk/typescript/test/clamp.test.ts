@@ -1,4 +1,4 @@
-// Text is cut as the Go package cuts it (worker/clamp_test.go holds Go's clamp to longrun's
+// Text is cut as the Go package cuts it (api/workerclamp_test.go holds Go's clamp to longrun's
 // runes.Cut; internal/core/runes/runes_test.go has these cases): counted in Unicode code
 // points, never through a character, its first limit-1 characters and "…".
 
